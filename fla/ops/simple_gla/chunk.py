@@ -1,0 +1,259 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Chunked simple GLA: one program per (sequence, head, state block) walks the chunks, the state stays in registers."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from fla.ops.backends import dispatch
+from fla.ops.common.sequence import sequence_bounds
+from fla.ops.simple_gla.function import KernelSet, simple_gla
+from fla.utils import autotune, input_guard
+
+CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
+CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G']
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_simple_gla_fwd_kernel(
+    q, k, v, g, o, h0, ht, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
+    IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_t = tl.arange(0, BT)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    m_causal = o_t[:, None] >= o_t[None, :]
+    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+    m_state = m_k[:, None] & m_v[None, :]
+
+    # [BK, BV]
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    for i_t in range(tl.cdiv(eos - bos, BT)):
+        o_row = bos + i_t * BT + o_t
+        m_t = o_row < eos
+        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        # [BT, BK]
+        b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        # [BT, BV]
+        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        # [BT, BT]
+        b_A = tl.dot(b_q, tl.trans(b_k))
+        if USE_G:
+            # [BT]
+            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
+            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_A *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
+            b_o = tl.dot(b_q, b_h.to(b_q.dtype)) * tl.exp(b_g)[:, None]
+            b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
+            b_h *= tl.exp(b_g_last)
+        else:
+            b_A = tl.where(m_causal, b_A, 0)
+            b_o = tl.dot(b_q, b_h.to(b_q.dtype))
+            b_k_decayed = b_k
+        b_o += tl.dot(b_A.to(b_v.dtype), b_v)
+        b_h += tl.dot(tl.trans(b_k_decayed), b_v)
+        p_o = o + ((o_row[:, None] * H + i_h) * NK + i_k) * V + o_v[None, :]
+        tl.store(p_o, (b_o * scale).to(p_o.dtype.element_ty), mask=m_tv)
+    if STORE_FINAL_STATE:
+        tl.store(ht + o_state, b_h, mask=m_state)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_simple_gla_bwd_kernel_dq(
+    q, k, v, g, do, dq, q_dot_dq, h0, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_t = tl.arange(0, BT)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    m_causal = o_t[:, None] >= o_t[None, :]
+
+    # [BK, BV]
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+        b_h += tl.load(h0 + o_state, mask=m_k[:, None] & m_v[None, :], other=0).to(tl.float32)
+    for i_t in range(tl.cdiv(eos - bos, BT)):
+        o_row = bos + i_t * BT + o_t
+        m_t = o_row < eos
+        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        # [BT, BK]
+        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        # [BT, BV]
+        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        # [BT, BT]
+        b_dA = tl.dot(b_do, tl.trans(b_v))
+        if USE_G:
+            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
+            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_dA *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
+            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype)) * tl.exp(b_g)[:, None]
+            b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
+            b_h *= tl.exp(b_g_last)
+        else:
+            b_dA = tl.where(m_causal, b_dA, 0)
+            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype))
+            b_k_decayed = b_k
+        b_dq += tl.dot(b_dA.to(b_k.dtype), b_k)
+        b_h += tl.dot(tl.trans(b_k_decayed), b_v)
+        b_dq *= scale
+        p_dq = dq + ((o_row[:, None] * H + i_h) * NV + i_v) * K + o_k[None, :]
+        tl.store(p_dq, b_dq.to(p_dq.dtype.element_ty), mask=m_tk)
+        if USE_G:
+            # q . dq in float32, before dq is rounded to its storage dtype
+            b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0).to(tl.float32)
+            tl.store(q_dot_dq + (o_row * H + i_h) * (NK * NV) + i_k * NV + i_v, tl.sum(b_q * b_dq, axis=1), mask=m_t)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_simple_gla_bwd_kernel_dkvg(
+    q, k, v, g, do, q_dot_dq, ht, dht, dk, dv, dg, dh0, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
+    USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_t = tl.arange(0, BT)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    # [BT(j), BT(i)]: the transposed causal mask, key position j on rows, query position i on columns
+    m_causal_t = o_t[:, None] <= o_t[None, :]
+    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+    m_state = m_k[:, None] & m_v[None, :]
+
+    # [BK, BV]
+    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
+    # gradient of the log decay summed over all later positions of the sequence
+    b_dg_carry = tl.zeros([], dtype=tl.float32)
+    if USE_FINAL_STATE_GRADIENT:
+        b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
+        if USE_G:
+            b_dg_carry += tl.sum(tl.sum(b_dh * tl.load(ht + o_state, mask=m_state, other=0).to(tl.float32), axis=1), axis=0)
+    for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
+        o_row = bos + i_t * BT + o_t
+        m_t = o_row < eos
+        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        # [BT, BK]
+        b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        # [BT, BV]
+        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        # [BT, BT], transposed: row j (key), column i (query)
+        b_At = tl.dot(b_k, tl.trans(b_q))
+        b_dAt = tl.dot(b_v, tl.trans(b_do))
+        if USE_G:
+            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
+            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_decay_t = tl.exp(tl.where(m_causal_t, b_g[None, :] - b_g[:, None], float('-inf')))
+            b_At *= b_decay_t
+            b_dAt *= b_decay_t
+            b_k_decay = tl.exp(b_g_last - b_g)
+            b_q_decay = tl.exp(b_g)
+        else:
+            b_At = tl.where(m_causal_t, b_At, 0)
+            b_dAt = tl.where(m_causal_t, b_dAt, 0)
+            b_k_decay = tl.full([BT], 1.0, dtype=tl.float32)
+            b_q_decay = tl.full([BT], 1.0, dtype=tl.float32)
+        # [BT, BV]
+        b_dv = tl.dot(b_At.to(b_do.dtype), b_do) * scale
+        b_dv += tl.dot((b_k * b_k_decay[:, None]).to(b_k.dtype), b_dh.to(b_k.dtype))
+        # [BT, BK]
+        b_dk = tl.dot(b_dAt.to(b_q.dtype), b_q) * scale
+        b_dk += tl.dot(b_v, tl.trans(b_dh).to(b_v.dtype)) * b_k_decay[:, None]
+        if USE_G:
+            o_partial = (o_row * H + i_h) * (NK * NV) + i_k * NV + i_v
+            # [BT]
+            b_dg_step = tl.load(q_dot_dq + o_partial, mask=m_t, other=0) - tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
+            b_dg = tl.cumsum(b_dg_step, axis=0, reverse=True) + b_dg_carry
+            b_dg_carry += tl.sum(b_dg_step, axis=0)
+            tl.store(dg + o_partial, b_dg, mask=m_t)
+        if USE_G:
+            b_dh *= tl.exp(b_g_last)
+        b_dh += tl.dot(tl.trans((b_q * (b_q_decay * scale)[:, None]).to(b_q.dtype)), b_do)
+        p_dk = dk + ((o_row[:, None] * H + i_h) * NV + i_v) * K + o_k[None, :]
+        tl.store(p_dk, b_dk.to(p_dk.dtype.element_ty), mask=m_tk)
+        p_dv = dv + ((o_row[:, None] * H + i_h) * NK + i_k) * V + o_v[None, :]
+        tl.store(p_dv, b_dv.to(p_dv.dtype.element_ty), mask=m_tv)
+    if USE_INITIAL_STATE:
+        tl.store(dh0 + o_state, b_dh.to(dh0.dtype.element_ty), mask=m_state)
+
+
+CHUNK_KERNELS = KernelSet(
+    fwd=chunk_simple_gla_fwd_kernel,
+    bwd_dq=chunk_simple_gla_bwd_kernel_dq,
+    bwd_dkvg=chunk_simple_gla_bwd_kernel_dkvg,
+    max_block_k=128,
+    max_block_v=128,
+    constexprs={'BT': 64},
+)
+
+
+@dispatch('simple_gla')
+@input_guard
+def chunk_simple_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    cu_seqlens: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    r"""Simple gated linear attention by chunks of 64: $S_t = e^{g_t} S_{t-1} + k_t v_t^\top$, $o_t = s\, S_t^\top q_t$.
+
+    Args:
+        q (torch.Tensor):
+            Queries of shape `[B, T, H, K]`.
+        k (torch.Tensor):
+            Keys of shape `[B, T, H, K]`.
+        v (torch.Tensor):
+            Values of shape `[B, T, H, V]`.
+        g (torch.Tensor, Optional):
+            Log-space decay per head and step, of shape `[B, T, H]`; `None` means no decay.
+            Default: `None`.
+        scale (float, Optional):
+            Query scale.
+            Default: `K ** -0.5`.
+        initial_state (torch.Tensor, Optional):
+            State before the first token of each sequence, of shape `[N, H, K, V]`.
+            Default: `None` (zeros).
+        output_final_state (bool, Optional):
+            Whether to return the state after the last token of each sequence.
+            Default: `False`.
+        cu_seqlens (torch.Tensor, Optional):
+            Cumulative lengths `[N + 1]` (int32 or int64) of sequences packed along T; then `B == 1`.
+            Default: `None`.
+
+    Returns:
+        o (torch.Tensor):
+            Outputs of shape `[B, T, H, V]` in the dtype of `v`.
+        final_state (torch.Tensor):
+            Float32 states of shape `[N, H, K, V]`, or `None` unless `output_final_state` is `True`.
+    """
+    return simple_gla(CHUNK_KERNELS, q, k, v, g, scale, initial_state, output_final_state, cu_seqlens)

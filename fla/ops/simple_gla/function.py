@@ -1,0 +1,157 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The autograd function and kernel launches shared by the chunked and the fused recurrent simple GLA.
+
+Both algorithms have the same three kernels: a forward pass, a forward-direction pass for dq, and a reverse pass for
+dk, dv, dg and the initial-state gradient. Each program owns one `[BK, BV]` block of the state; when K or V spans
+several blocks, every output is a sum over blocks, written as partials and reduced here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import triton
+
+from fla.ops.common.validation import check_attention_inputs, check_cu_seqlens, check_tensor_shape
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """The kernels of one simple GLA algorithm and the largest state block each program may hold."""
+
+    fwd: Callable
+    bwd_dq: Callable
+    bwd_dkvg: Callable
+    max_block_k: int
+    max_block_v: int
+    constexprs: dict[str, Any] = field(default_factory=dict)
+
+    def blocks(self, K: int, V: int) -> tuple[int, int, int, int]:
+        """Return `(BK, BV, NK, NV)`: block sizes (at least 16, the smallest `tl.dot` operand) and block counts."""
+        BK = min(max(16, triton.next_power_of_2(K)), self.max_block_k)
+        BV = min(max(16, triton.next_power_of_2(V)), self.max_block_v)
+        return BK, BV, triton.cdiv(K, BK), triton.cdiv(V, BV)
+
+
+def _reduce_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    # [..., P, D] -> [..., D]; a single partial is already the result
+    if partials.shape[-2] == 1:
+        return partials.squeeze(-2).to(dtype)
+    return partials.sum(-2).to(dtype)
+
+
+def simple_gla_fwd(
+    kernels: KernelSet,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    output_final_state: bool,
+    cu_seqlens: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    N = B if cu_seqlens is None else cu_seqlens.numel() - 1
+    BK, BV, NK, NV = kernels.blocks(K, V)
+    o = v.new_empty(B, T, H, NK, V, dtype=v.dtype if NK == 1 else torch.float32)
+    final_state = q.new_empty(N, H, K, V, dtype=torch.float32) if output_final_state else None
+    kernels.fwd[(N * H, NV, NK)](
+        q, k, v, g, o, initial_state, final_state, cu_seqlens, scale, T,
+        H=H, K=K, V=V, BK=BK, BV=BV, NK=NK,
+        USE_G=g is not None,
+        USE_INITIAL_STATE=initial_state is not None,
+        STORE_FINAL_STATE=output_final_state,
+        IS_VARLEN=cu_seqlens is not None,
+        **kernels.constexprs,
+    )
+    return _reduce_partials(o, v.dtype), final_state
+
+
+def simple_gla_bwd(
+    kernels: KernelSet,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None,
+    do: torch.Tensor,
+    dht: torch.Tensor | None,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    final_state: torch.Tensor | None,
+    cu_seqlens: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    N = B if cu_seqlens is None else cu_seqlens.numel() - 1
+    BK, BV, NK, NV = kernels.blocks(K, V)
+    grid = (N * H, NV, NK)
+    shared = {'H': H, 'K': K, 'V': V, 'BK': BK, 'BV': BV, 'USE_G': g is not None,
+              'USE_INITIAL_STATE': initial_state is not None, 'IS_VARLEN': cu_seqlens is not None, **kernels.constexprs}
+
+    dq = q.new_empty(B, T, H, NV, K, dtype=q.dtype if NV == 1 else torch.float32)
+    # dg is the reverse cumulative sum of q . dq - k . dk; one partial per state block
+    q_dot_dq = q.new_empty(B, T, H, NK * NV, dtype=torch.float32) if g is not None else None
+    kernels.bwd_dq[grid](q, k, v, g, do, dq, q_dot_dq, initial_state, cu_seqlens, scale, T, NK=NK, NV=NV, **shared)
+
+    dk = k.new_empty(B, T, H, NV, K, dtype=k.dtype if NV == 1 else torch.float32)
+    dv = v.new_empty(B, T, H, NK, V, dtype=v.dtype if NK == 1 else torch.float32)
+    dg = q.new_empty(B, T, H, NK * NV, dtype=torch.float32) if g is not None else None
+    dh0 = q.new_empty(N, H, K, V, dtype=torch.float32) if initial_state is not None else None
+    kernels.bwd_dkvg[grid](
+        q, k, v, g, do, q_dot_dq, final_state, dht, dk, dv, dg, dh0, cu_seqlens, scale, T,
+        NK=NK, NV=NV, USE_FINAL_STATE_GRADIENT=dht is not None, **shared,
+    )
+    dq, dk, dv = _reduce_partials(dq, q.dtype), _reduce_partials(dk, k.dtype), _reduce_partials(dv, v.dtype)
+    if dg is not None:
+        dg = dg.sum(-1).to(g.dtype)
+    if dh0 is not None:
+        dh0 = dh0.to(initial_state.dtype)
+    return dq, dk, dv, dg, dh0
+
+
+class SimpleGLAFunction(torch.autograd.Function):
+
+    @staticmethod
+    def forward(ctx, kernels, q, k, v, g, scale, initial_state, output_final_state, cu_seqlens):
+        o, final_state = simple_gla_fwd(kernels, q, k, v, g, scale, initial_state, output_final_state, cu_seqlens)
+        ctx.save_for_backward(q, k, v, g, initial_state, final_state, cu_seqlens)
+        ctx.kernels, ctx.scale = kernels, scale
+        return o, final_state
+
+    @staticmethod
+    def backward(ctx, do, dht):
+        q, k, v, g, initial_state, final_state, cu_seqlens = ctx.saved_tensors
+        dq, dk, dv, dg, dh0 = simple_gla_bwd(
+            ctx.kernels, q, k, v, g, do.contiguous(), dht.contiguous() if dht is not None else None,
+            ctx.scale, initial_state, final_state, cu_seqlens,
+        )
+        return None, dq, dk, dv, dg, None, dh0, None, None
+
+
+def simple_gla(
+    kernels: KernelSet,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
+    output_final_state: bool,
+    cu_seqlens: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Check the public arguments, then run `kernels` under autograd."""
+    B, T, H, K, _, V = check_attention_inputs(q, k, v)
+    check_tensor_shape('g', g, (B, T, H), '[B, T, H]', q.device)
+    N = check_cu_seqlens(cu_seqlens, B, T, q.device)
+    check_tensor_shape('initial_state', initial_state, (N, H, K, V), '[N, H, K, V]', q.device)
+    if scale is None:
+        scale = K ** -0.5
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise ValueError(f'scale: expected a float or None, got {type(scale).__name__}')
+    return SimpleGLAFunction.apply(kernels, q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens)

@@ -1,0 +1,165 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Fused recurrent simple GLA: one program per (sequence, head, state block) steps through the tokens one at a time."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from fla.ops.common.sequence import sequence_bounds
+from fla.ops.simple_gla.function import KernelSet, simple_gla
+from fla.utils import autotune, input_guard
+
+RECURRENT_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
+RECURRENT_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G']
+
+
+@autotune(RECURRENT_CONFIGS, key=RECURRENT_KEY)
+@triton.jit(do_not_specialize=['T'])
+def fused_recurrent_simple_gla_fwd_kernel(
+    q, k, v, g, o, h0, ht, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
+    IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+    m_state = m_k[:, None] & m_v[None, :]
+
+    # [BK, BV]
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    for row in range(bos, eos):
+        # [BK]
+        b_q = tl.load(q + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32) * scale
+        b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
+        # [BV]
+        b_v = tl.load(v + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
+        if USE_G:
+            b_h *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
+        b_h += b_k[:, None] * b_v[None, :]
+        b_o = tl.sum(b_h * b_q[:, None], axis=0)
+        p_o = o + ((row * H + i_h) * NK + i_k) * V + o_v
+        tl.store(p_o, b_o.to(p_o.dtype.element_ty), mask=m_v)
+    if STORE_FINAL_STATE:
+        tl.store(ht + o_state, b_h, mask=m_state)
+
+
+@autotune(RECURRENT_CONFIGS, key=RECURRENT_KEY)
+@triton.jit(do_not_specialize=['T'])
+def fused_recurrent_simple_gla_bwd_kernel_dq(
+    q, k, v, g, do, dq, q_dot_dq, h0, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+
+    # [BK, BV]
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+        b_h += tl.load(h0 + o_state, mask=m_k[:, None] & m_v[None, :], other=0).to(tl.float32)
+    for row in range(bos, eos):
+        # [BK]
+        b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
+        # [BV]
+        b_v = tl.load(v + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
+        b_do = tl.load(do + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
+        if USE_G:
+            b_h *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
+        b_h += b_k[:, None] * b_v[None, :]
+        b_dq = tl.sum(b_h * b_do[None, :], axis=1) * scale
+        p_dq = dq + ((row * H + i_h) * NV + i_v) * K + o_k
+        tl.store(p_dq, b_dq.to(p_dq.dtype.element_ty), mask=m_k)
+        if USE_G:
+            # q . dq in float32, before dq is rounded to its storage dtype
+            b_q = tl.load(q + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
+            tl.store(q_dot_dq + (row * H + i_h) * (NK * NV) + i_k * NV + i_v, tl.sum(b_q * b_dq, axis=0))
+
+
+@autotune(RECURRENT_CONFIGS, key=RECURRENT_KEY)
+@triton.jit(do_not_specialize=['T'])
+def fused_recurrent_simple_gla_bwd_kernel_dkvg(
+    q, k, v, g, do, q_dot_dq, ht, dht, dk, dv, dg, dh0, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
+    USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr,
+):
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
+    m_state = m_k[:, None] & m_v[None, :]
+
+    # [BK, BV]
+    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
+    # gradient of the log decay summed over all later positions of the sequence
+    b_dg_carry = tl.zeros([], dtype=tl.float32)
+    if USE_FINAL_STATE_GRADIENT:
+        b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
+        if USE_G:
+            b_dg_carry += tl.sum(tl.sum(b_dh * tl.load(ht + o_state, mask=m_state, other=0).to(tl.float32), axis=1), axis=0)
+    for row in range(eos - 1, bos - 1, -1):
+        # [BK]
+        b_q = tl.load(q + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
+        b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
+        # [BV]
+        b_v = tl.load(v + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
+        b_do = tl.load(do + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
+        b_dh += (b_q * scale)[:, None] * b_do[None, :]
+        b_dk = tl.sum(b_dh * b_v[None, :], axis=1)
+        b_dv = tl.sum(b_dh * b_k[:, None], axis=0)
+        if USE_G:
+            o_partial = (row * H + i_h) * (NK * NV) + i_k * NV + i_v
+            b_dg_carry += tl.load(q_dot_dq + o_partial) - tl.sum(b_k * b_dk, axis=0)
+            tl.store(dg + o_partial, b_dg_carry)
+            b_dh *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
+        p_dk = dk + ((row * H + i_h) * NV + i_v) * K + o_k
+        tl.store(p_dk, b_dk.to(p_dk.dtype.element_ty), mask=m_k)
+        p_dv = dv + ((row * H + i_h) * NK + i_k) * V + o_v
+        tl.store(p_dv, b_dv.to(p_dv.dtype.element_ty), mask=m_v)
+    if USE_INITIAL_STATE:
+        tl.store(dh0 + o_state, b_dh.to(dh0.dtype.element_ty), mask=m_state)
+
+
+RECURRENT_KERNELS = KernelSet(
+    fwd=fused_recurrent_simple_gla_fwd_kernel,
+    bwd_dq=fused_recurrent_simple_gla_bwd_kernel_dq,
+    bwd_dkvg=fused_recurrent_simple_gla_bwd_kernel_dkvg,
+    max_block_k=64,
+    max_block_v=64,
+)
+
+
+@input_guard
+def fused_recurrent_simple_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    cu_seqlens: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Simple gated linear attention computed token by token, for decoding and as a second reference.
+
+    Arguments and results are those of `fla.ops.simple_gla.chunk_simple_gla`.
+    """
+    return simple_gla(RECURRENT_KERNELS, q, k, v, g, scale, initial_state, output_final_state, cu_seqlens)
