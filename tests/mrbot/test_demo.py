@@ -1,0 +1,16 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot demo` explains the bot and shows the library's kernel agreeing with its reference here."""
+
+import re
+
+from mrbot.cli import main
+
+
+def test_demo_describes_the_job_and_reports_a_small_kernel_error(capsys):
+    assert main(['demo']) == 0
+    out = capsys.readouterr().out
+    assert 'check' in out and 'bench' in out and 'PR body' in out
+    error = re.search(r'max abs error against the naive recurrence: (\S+)', out)
+    assert error is not None, out
+    assert float(error.group(1)) < 1e-4
