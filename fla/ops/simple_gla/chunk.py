@@ -4,17 +4,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
 
 from fla.ops.backends import dispatch
 from fla.ops.common.sequence import sequence_bounds
-from fla.ops.simple_gla.function import KernelSet, simple_gla
+from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
 from fla.utils import autotune, input_guard
 
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
-CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G']
+CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G', 'DOT_PRECISION']
 
 
 @autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
@@ -23,7 +25,7 @@ def chunk_simple_gla_fwd_kernel(
     q, k, v, g, o, h0, ht, cu_seqlens, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
-    IS_VARLEN: tl.constexpr,
+    IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
     i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
@@ -50,21 +52,21 @@ def chunk_simple_gla_fwd_kernel(
         # [BT, BV]
         b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
         # [BT, BT]
-        b_A = tl.dot(b_q, tl.trans(b_k))
+        b_A = tl.dot(b_q, tl.trans(b_k), input_precision=DOT_PRECISION)
         if USE_G:
             # [BT]
             b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
             b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
             b_A *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
-            b_o = tl.dot(b_q, b_h.to(b_q.dtype)) * tl.exp(b_g)[:, None]
+            b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
             b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
             b_h *= tl.exp(b_g_last)
         else:
             b_A = tl.where(m_causal, b_A, 0)
-            b_o = tl.dot(b_q, b_h.to(b_q.dtype))
+            b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
             b_k_decayed = b_k
-        b_o += tl.dot(b_A.to(b_v.dtype), b_v)
-        b_h += tl.dot(tl.trans(b_k_decayed), b_v)
+        b_o += tl.dot(b_A.to(b_v.dtype), b_v, input_precision=DOT_PRECISION)
+        b_h += tl.dot(tl.trans(b_k_decayed), b_v, input_precision=DOT_PRECISION)
         p_o = o + ((o_row[:, None] * H + i_h) * NK + i_k) * V + o_v[None, :]
         tl.store(p_o, (b_o * scale).to(p_o.dtype.element_ty), mask=m_tv)
     if STORE_FINAL_STATE:
@@ -77,6 +79,7 @@ def chunk_simple_gla_bwd_kernel_dq(
     q, k, v, g, do, dq, q_dot_dq, h0, cu_seqlens, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
@@ -102,20 +105,20 @@ def chunk_simple_gla_bwd_kernel_dq(
         b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
         b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
         # [BT, BT]
-        b_dA = tl.dot(b_do, tl.trans(b_v))
+        b_dA = tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
         if USE_G:
             b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
             b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
             b_dA *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
-            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype)) * tl.exp(b_g)[:, None]
+            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
             b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
             b_h *= tl.exp(b_g_last)
         else:
             b_dA = tl.where(m_causal, b_dA, 0)
-            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype))
+            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION)
             b_k_decayed = b_k
-        b_dq += tl.dot(b_dA.to(b_k.dtype), b_k)
-        b_h += tl.dot(tl.trans(b_k_decayed), b_v)
+        b_dq += tl.dot(b_dA.to(b_k.dtype), b_k, input_precision=DOT_PRECISION)
+        b_h += tl.dot(tl.trans(b_k_decayed), b_v, input_precision=DOT_PRECISION)
         b_dq *= scale
         p_dq = dq + ((o_row[:, None] * H + i_h) * NV + i_v) * K + o_k[None, :]
         tl.store(p_dq, b_dq.to(p_dq.dtype.element_ty), mask=m_tk)
@@ -131,7 +134,7 @@ def chunk_simple_gla_bwd_kernel_dkvg(
     q, k, v, g, do, q_dot_dq, ht, dht, dk, dv, dg, dh0, cu_seqlens, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
-    USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr,
+    USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
     i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
@@ -164,8 +167,8 @@ def chunk_simple_gla_bwd_kernel_dkvg(
         b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
         b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
         # [BT, BT], transposed: row j (key), column i (query)
-        b_At = tl.dot(b_k, tl.trans(b_q))
-        b_dAt = tl.dot(b_v, tl.trans(b_do))
+        b_At = tl.dot(b_k, tl.trans(b_q), input_precision=DOT_PRECISION)
+        b_dAt = tl.dot(b_v, tl.trans(b_do), input_precision=DOT_PRECISION)
         if USE_G:
             b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
             b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
@@ -180,11 +183,11 @@ def chunk_simple_gla_bwd_kernel_dkvg(
             b_k_decay = tl.full([BT], 1.0, dtype=tl.float32)
             b_q_decay = tl.full([BT], 1.0, dtype=tl.float32)
         # [BT, BV]
-        b_dv = tl.dot(b_At.to(b_do.dtype), b_do) * scale
-        b_dv += tl.dot((b_k * b_k_decay[:, None]).to(b_k.dtype), b_dh.to(b_k.dtype))
+        b_dv = tl.dot(b_At.to(b_do.dtype), b_do, input_precision=DOT_PRECISION) * scale
+        b_dv += tl.dot((b_k * b_k_decay[:, None]).to(b_k.dtype), b_dh.to(b_k.dtype), input_precision=DOT_PRECISION)
         # [BT, BK]
-        b_dk = tl.dot(b_dAt.to(b_q.dtype), b_q) * scale
-        b_dk += tl.dot(b_v, tl.trans(b_dh).to(b_v.dtype)) * b_k_decay[:, None]
+        b_dk = tl.dot(b_dAt.to(b_q.dtype), b_q, input_precision=DOT_PRECISION) * scale
+        b_dk += tl.dot(b_v, tl.trans(b_dh).to(b_v.dtype), input_precision=DOT_PRECISION) * b_k_decay[:, None]
         if USE_G:
             o_partial = (o_row * H + i_h) * (NK * NV) + i_k * NV + i_v
             # [BT]
@@ -194,7 +197,7 @@ def chunk_simple_gla_bwd_kernel_dkvg(
             tl.store(dg + o_partial, b_dg, mask=m_t)
         if USE_G:
             b_dh *= tl.exp(b_g_last)
-        b_dh += tl.dot(tl.trans((b_q * (b_q_decay * scale)[:, None]).to(b_q.dtype)), b_do)
+        b_dh += tl.dot(tl.trans((b_q * (b_q_decay * scale)[:, None]).to(b_q.dtype)), b_do, input_precision=DOT_PRECISION)
         p_dk = dk + ((o_row[:, None] * H + i_h) * NV + i_v) * K + o_k[None, :]
         tl.store(p_dk, b_dk.to(p_dk.dtype.element_ty), mask=m_tk)
         p_dv = dv + ((o_row[:, None] * H + i_h) * NK + i_k) * V + o_v[None, :]
@@ -203,13 +206,26 @@ def chunk_simple_gla_bwd_kernel_dkvg(
         tl.store(dh0 + o_state, b_dh.to(dh0.dtype.element_ty), mask=m_state)
 
 
+def chunk_launch_config(K: int, V: int, dtype: torch.dtype, backward: bool) -> dict[str, Any]:
+    """State block per program and dot precision for one launch.
+
+    The forward splits V across programs for parallelism, which costs nothing since its partial sums run over K only;
+    the backward keeps whole 128-wide heads because splitting them costs float32 partials and reductions
+    (docs/performance.md). 4-byte inputs use 64-wide blocks to fit shared memory. Float32 dots follow
+    `torch.get_float32_matmul_precision()`: 'highest' (torch's default) means IEEE float32, anything else TF32.
+    """
+    cap_k, cap_v = (128, 128) if backward else (128, 64)
+    if dtype.itemsize > 2:
+        cap_k = cap_v = 64
+    exact = dtype == torch.float32 and torch.get_float32_matmul_precision() == 'highest'
+    return {'BK': state_block(K, cap_k), 'BV': state_block(V, cap_v), 'BT': 64, 'DOT_PRECISION': 'ieee' if exact else 'tf32'}
+
+
 CHUNK_KERNELS = KernelSet(
     fwd=chunk_simple_gla_fwd_kernel,
     bwd_dq=chunk_simple_gla_bwd_kernel_dq,
     bwd_dkvg=chunk_simple_gla_bwd_kernel_dkvg,
-    max_block_k=128,
-    max_block_v=128,
-    constexprs={'BT': 64},
+    launch_config=chunk_launch_config,
 )
 
 

@@ -10,7 +10,7 @@ several blocks, every output is a sum over blocks, written as partials and reduc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,20 +21,21 @@ from fla.ops.common.validation import check_attention_inputs, check_cu_seqlens, 
 
 @dataclass(frozen=True)
 class KernelSet:
-    """The kernels of one simple GLA algorithm and the largest state block each program may hold."""
+    """The kernels of one simple GLA algorithm and how it sizes their launches.
+
+    `launch_config(K, V, dtype, backward)` returns the compile-time arguments of a launch: the state block `BK`, `BV`
+    each program holds, plus any the algorithm adds.
+    """
 
     fwd: Callable
     bwd_dq: Callable
     bwd_dkvg: Callable
-    max_block_k: int
-    max_block_v: int
-    constexprs: dict[str, Any] = field(default_factory=dict)
+    launch_config: Callable[[int, int, torch.dtype, bool], dict[str, Any]]
 
-    def blocks(self, K: int, V: int) -> tuple[int, int, int, int]:
-        """Return `(BK, BV, NK, NV)`: block sizes (at least 16, the smallest `tl.dot` operand) and block counts."""
-        BK = min(max(16, triton.next_power_of_2(K)), self.max_block_k)
-        BV = min(max(16, triton.next_power_of_2(V)), self.max_block_v)
-        return BK, BV, triton.cdiv(K, BK), triton.cdiv(V, BV)
+
+def state_block(dim: int, cap: int) -> int:
+    """Block covering `dim` (a power of two, at least 16, the smallest `tl.dot` operand), at most `cap`."""
+    return min(max(16, triton.next_power_of_2(dim)), cap)
 
 
 def _reduce_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -58,17 +59,18 @@ def simple_gla_fwd(
     B, T, H, K = q.shape
     V = v.shape[-1]
     N = B if cu_seqlens is None else cu_seqlens.numel() - 1
-    BK, BV, NK, NV = kernels.blocks(K, V)
+    config = kernels.launch_config(K, V, q.dtype, False)
+    NK, NV = triton.cdiv(K, config['BK']), triton.cdiv(V, config['BV'])
     o = v.new_empty(B, T, H, NK, V, dtype=v.dtype if NK == 1 else torch.float32)
     final_state = q.new_empty(N, H, K, V, dtype=torch.float32) if output_final_state else None
     kernels.fwd[(N * H, NV, NK)](
         q, k, v, g, o, initial_state, final_state, cu_seqlens, scale, T,
-        H=H, K=K, V=V, BK=BK, BV=BV, NK=NK,
+        H=H, K=K, V=V, NK=NK,
         USE_G=g is not None,
         USE_INITIAL_STATE=initial_state is not None,
         STORE_FINAL_STATE=output_final_state,
         IS_VARLEN=cu_seqlens is not None,
-        **kernels.constexprs,
+        **config,
     )
     return _reduce_partials(o, v.dtype), final_state
 
@@ -89,10 +91,11 @@ def simple_gla_bwd(
     B, T, H, K = q.shape
     V = v.shape[-1]
     N = B if cu_seqlens is None else cu_seqlens.numel() - 1
-    BK, BV, NK, NV = kernels.blocks(K, V)
+    config = kernels.launch_config(K, V, q.dtype, True)
+    NK, NV = triton.cdiv(K, config['BK']), triton.cdiv(V, config['BV'])
     grid = (N * H, NV, NK)
-    shared = {'H': H, 'K': K, 'V': V, 'BK': BK, 'BV': BV, 'USE_G': g is not None,
-              'USE_INITIAL_STATE': initial_state is not None, 'IS_VARLEN': cu_seqlens is not None, **kernels.constexprs}
+    shared = {'H': H, 'K': K, 'V': V, 'USE_G': g is not None, 'USE_INITIAL_STATE': initial_state is not None,
+              'IS_VARLEN': cu_seqlens is not None, **config}
 
     dq = q.new_empty(B, T, H, NV, K, dtype=q.dtype if NV == 1 else torch.float32)
     # dg is the reverse cumulative sum of q . dq - k . dk; one partial per state block

@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
 
 from fla.ops.common.sequence import sequence_bounds
-from fla.ops.simple_gla.function import KernelSet, simple_gla
+from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
 from fla.utils import autotune, input_guard
 
 RECURRENT_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
@@ -138,12 +140,16 @@ def fused_recurrent_simple_gla_bwd_kernel_dkvg(
         tl.store(dh0 + o_state, b_dh.to(dh0.dtype.element_ty), mask=m_state)
 
 
+def recurrent_launch_config(K: int, V: int, dtype: torch.dtype, backward: bool) -> dict[str, Any]:
+    """State block per program: at most 64 x 64 float32 values, enough programs for short batches."""
+    return {'BK': state_block(K, 64), 'BV': state_block(V, 64)}
+
+
 RECURRENT_KERNELS = KernelSet(
     fwd=fused_recurrent_simple_gla_fwd_kernel,
     bwd_dq=fused_recurrent_simple_gla_bwd_kernel_dq,
     bwd_dkvg=fused_recurrent_simple_gla_bwd_kernel_dkvg,
-    max_block_k=64,
-    max_block_v=64,
+    launch_config=recurrent_launch_config,
 )
 
 

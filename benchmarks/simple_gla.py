@@ -1,0 +1,123 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Time chunk_simple_gla forward and forward+backward on the GPU and compare with the bytes that must move.
+
+Usage: python benchmarks/simple_gla.py [--shapes 8x2048x16x128x128 ...] [--modes fwd fwdbwd] [--json FILE]
+
+Whichever `fla` is importable is measured (this repository's, or upstream's when its package is first on PYTHONPATH),
+so two implementations can be timed on the same machine in two runs of this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+from collections.abc import Callable
+
+import torch
+import triton
+from triton.testing import do_bench, do_bench_cudagraph
+
+DEFAULT_SHAPES = ['8x2048x16x128x128', '4x4096x32x64x64']
+
+
+def parse_shape(text: str) -> tuple[int, int, int, int, int]:
+    try:
+        B, T, H, K, V = (int(part) for part in text.split('x'))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'shape {text!r}: expected BxTxHxKxV, e.g. 8x2048x16x128x128') from None
+    return B, T, H, K, V
+
+
+def machine_line() -> str:
+    try:
+        driver = subprocess.run(['nvidia-smi', '--query-gpu=driver_version,clocks.sm,clocks.mem', '--format=csv,noheader'],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        driver = 'driver unknown'
+    return (f'{torch.cuda.get_device_name()} (sm_{"".join(map(str, torch.cuda.get_device_capability()))}), '
+            f'driver/SM MHz/mem MHz {driver}, CUDA {torch.version.cuda}, torch {torch.__version__}, '
+            f'triton {triton.__version__}, Python {platform.python_version()}')
+
+
+def copy_bandwidth_gbs() -> float:
+    """Device-to-device copy rate, bytes read plus written: the practical ceiling for a memory-bound kernel."""
+    src = torch.empty(1 << 30, dtype=torch.uint8, device='cuda')
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode='median')
+    return 2 * src.numel() / ms / 1e6
+
+
+def bytes_moved(B: int, T: int, H: int, K: int, V: int, mode: str, elem: int = 2) -> int:
+    """Each input read once and each output written once: q, k, v, g in, o out; the backward adds do in, grads out."""
+    forward = B * T * H * (2 * K + 2 * V) * elem + B * T * H * 4
+    if mode == 'fwd':
+        return forward
+    return 2 * forward + B * T * H * ((2 * K + V) * elem + 4)
+
+
+def make_call(op: Callable, B: int, T: int, H: int, K: int, V: int, mode: str) -> Callable[[], object]:
+    """Inputs built once from a fixed seed, and a call that runs the forward or the forward and backward on them."""
+    torch.manual_seed(0)
+    q = torch.randn(B, T, H, K, device='cuda', dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(B, T, H, K, device='cuda', dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(B, T, H, V, device='cuda', dtype=torch.bfloat16, requires_grad=True)
+    g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device='cuda')).requires_grad_()
+    do = torch.randn(B, T, H, V, device='cuda', dtype=torch.bfloat16)
+
+    def forward():
+        with torch.no_grad():
+            return op(q, k, v, g=g)
+
+    def forward_backward():
+        o, _ = op(q, k, v, g=g)
+        return torch.autograd.grad(o, (q, k, v, g), do)
+
+    return forward if mode == 'fwd' else forward_backward
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--shapes', nargs='+', type=parse_shape, default=[parse_shape(s) for s in DEFAULT_SHAPES])
+    parser.add_argument('--modes', nargs='+', choices=['fwd', 'fwdbwd'], default=['fwd', 'fwdbwd'])
+    parser.add_argument('--json', help='also write the rows to this file')
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print('benchmarks/simple_gla.py: no CUDA GPU here; timings need one', file=sys.stderr)
+        return 2
+
+    import fla
+    from fla.ops.simple_gla import chunk_simple_gla
+
+    ceiling = copy_bandwidth_gbs()
+    print(f'machine: {machine_line()}')
+    print(f'fla: {fla.__file__}')
+    print(f'device-to-device copy: {ceiling:.0f} GB/s')
+    print(f'{"shape B,T,H,K,V":>20} {"mode":>6} {"eager ms":>9} {"graph ms":>9} {"floor ms":>9} '
+          f'{"GB/s":>6} {"of copy":>7} {"graph GB/s":>10}')
+    rows = []
+    for B, T, H, K, V in args.shapes:
+        for mode in args.modes:
+            fn = make_call(chunk_simple_gla, B, T, H, K, V, mode)
+            eager_ms = do_bench(fn, warmup=100, rep=500, return_mode='median')
+            # one replay of a captured graph per call: the kernels without host launch overhead
+            graph_ms = do_bench_cudagraph(fn, rep=200, return_mode='median')
+            moved = bytes_moved(B, T, H, K, V, mode)
+            floor_ms = moved / ceiling / 1e6
+            gbs = moved / eager_ms / 1e6
+            print(f'{f"{B},{T},{H},{K},{V}":>20} {mode:>6} {eager_ms:9.4f} {graph_ms:9.4f} {floor_ms:9.4f} '
+                  f'{gbs:6.0f} {gbs / ceiling:7.0%} {moved / graph_ms / 1e6:10.0f}')
+            rows.append({'shape': {'B': B, 'T': T, 'H': H, 'K': K, 'V': V}, 'dtype': 'bfloat16', 'mode': mode,
+                         'eager_median_ms': eager_ms, 'graph_median_ms': graph_ms, 'floor_ms': floor_ms,
+                         'bytes': moved})
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump({'machine': machine_line(), 'fla': fla.__file__, 'copy_gbs': ceiling, 'rows': rows}, f, indent=2)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
