@@ -13,10 +13,11 @@ def test_float_allocations_are_nan():
         assert torch.isnan(tensor).all()
 
 
-def test_integer_and_grad_allocations_are_left_alone():
-    assert not torch.isnan(torch.empty(4, dtype=torch.float32, device=device, requires_grad=True)).any()
-    ints = torch.empty(4, dtype=torch.int64, device=device)
-    assert ints.dtype == torch.int64
+def test_grad_leaves_and_integer_allocations_still_work():
+    leaf = torch.empty(4, device=device, requires_grad=True)
+    assert leaf.is_leaf and leaf.requires_grad
+    assert torch.empty(4, dtype=torch.int64, device=device).dtype == torch.int64
+    assert torch.zeros(2, dtype=torch.int32, device=device).new_empty(3).dtype == torch.int32
 
 
 def test_a_partial_write_is_visible():

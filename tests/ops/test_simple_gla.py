@@ -16,6 +16,8 @@ from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
 from fla.utils import assert_close, device
 
 ON_GPU = device != 'cpu'
+# Long sequences and 128-256 wide heads are too slow for the interpreter; they run compiled wherever a GPU is.
+LARGE = pytest.mark.skipif(not ON_GPU, reason='large shape: runs compiled on a GPU')
 
 IMPLEMENTATIONS = [
     pytest.param(chunk_simple_gla, id='chunk'),
@@ -37,12 +39,12 @@ DENSE_CASES = [
     pytest.param(1, 70, 2, 32, 32, torch.float32, False, True, False, id='no-gate'),
     pytest.param(1, 40, 1, 160, 80, torch.float32, True, True, True, id='K160-V80-several-state-blocks'),
 ]
-GPU_DENSE_CASES = [
-    pytest.param(4, 1000, 4, 128, 128, torch.bfloat16, True, True, True, id='T1000-K128-bf16'),
-    pytest.param(2, 2048, 8, 64, 64, torch.float32, True, True, True, id='T2048-K64-fp32'),
-    pytest.param(3, 1500, 4, 100, 60, torch.bfloat16, True, False, True, id='T1500-K100-V60-bf16'),
-    pytest.param(1, 777, 2, 256, 256, torch.bfloat16, True, True, True, id='T777-K256-bf16'),
-    pytest.param(2, 4096, 4, 64, 128, torch.bfloat16, False, True, True, id='T4096-no-gate-bf16'),
+LARGE_DENSE_CASES = [
+    pytest.param(4, 1000, 4, 128, 128, torch.bfloat16, True, True, True, id='T1000-K128-bf16', marks=LARGE),
+    pytest.param(2, 2048, 8, 64, 64, torch.float32, True, True, True, id='T2048-K64-fp32', marks=LARGE),
+    pytest.param(3, 1500, 4, 100, 60, torch.bfloat16, True, False, True, id='T1500-K100-V60-bf16', marks=LARGE),
+    pytest.param(1, 777, 2, 256, 256, torch.bfloat16, True, True, True, id='T777-K256-bf16', marks=LARGE),
+    pytest.param(2, 4096, 4, 64, 128, torch.bfloat16, False, True, True, id='T4096-no-gate-bf16', marks=LARGE),
 ]
 
 # (cu_seqlens, H, K, V, dtype): empty and single-token sequences, and boundaries inside chunks
@@ -50,9 +52,9 @@ VARLEN_CASES = [
     pytest.param([0, 5, 70, 70, 71, 150], 2, 32, 16, torch.float32, id='ragged-with-empty-fp32'),
     pytest.param([0, 64, 100, 190], 2, 32, 32, torch.bfloat16, id='chunk-aligned-and-ragged-bf16'),
 ]
-GPU_VARLEN_CASES = [
-    pytest.param([0, 300, 1000, 1001, 2048, 4100], 4, 128, 128, torch.bfloat16, id='long-ragged-K128-bf16'),
-    pytest.param([0, 15, 100, 300, 1200, 2000], 4, 100, 64, torch.float32, id='ragged-K100-fp32'),
+LARGE_VARLEN_CASES = [
+    pytest.param([0, 300, 1000, 1001, 2048, 4100], 4, 128, 128, torch.bfloat16, id='long-ragged-K128-bf16', marks=LARGE),
+    pytest.param([0, 15, 100, 300, 1200, 2000], 4, 100, 64, torch.float32, id='ragged-K100-fp32', marks=LARGE),
 ]
 
 
@@ -102,7 +104,7 @@ def _compare(fn, q, k, v, g, h0, output_final_state, cu_seqlens=None):
 @pytest.mark.parametrize('fn', IMPLEMENTATIONS)
 @pytest.mark.parametrize(
     ('B', 'T', 'H', 'K', 'V', 'dtype', 'gated', 'initial_state', 'output_final_state'),
-    DENSE_CASES + (GPU_DENSE_CASES if ON_GPU else []),
+    DENSE_CASES + LARGE_DENSE_CASES,
 )
 def test_dense(fn, B, T, H, K, V, dtype, gated, initial_state, output_final_state):
     q, k, v, g, h0 = _inputs(B, T, H, K, V, B, dtype, gated, initial_state)
@@ -111,7 +113,7 @@ def test_dense(fn, B, T, H, K, V, dtype, gated, initial_state, output_final_stat
 
 @pytest.mark.parametrize('fn', IMPLEMENTATIONS)
 @pytest.mark.parametrize('offsets_dtype', [torch.int32, torch.int64])
-@pytest.mark.parametrize(('offsets', 'H', 'K', 'V', 'dtype'), VARLEN_CASES + (GPU_VARLEN_CASES if ON_GPU else []))
+@pytest.mark.parametrize(('offsets', 'H', 'K', 'V', 'dtype'), VARLEN_CASES + LARGE_VARLEN_CASES)
 def test_varlen(fn, offsets_dtype, offsets, H, K, V, dtype):
     cu_seqlens = torch.tensor(offsets, dtype=offsets_dtype, device=device)
     q, k, v, g, h0 = _inputs(1, offsets[-1], H, K, V, len(offsets) - 1, dtype, True, True)
