@@ -11,12 +11,25 @@ import triton
 import triton.language as tl
 
 from fla.ops.backends import dispatch
-from fla.ops.common.sequence import sequence_bounds
+from fla.ops.common.program import block_range, program_place, state_block_offsets
 from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
 from fla.utils import autotune, input_guard
 
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G', 'DOT_PRECISION']
+
+
+@triton.jit
+def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
+    """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
+    return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)
+
+
+@triton.jit
+def chunk_log_decay(g, o_row, m_t, i_h, H: tl.constexpr, BT: tl.constexpr):
+    """Cumulative log decay of each row from the chunk start, and its value at the chunk end (padding adds 0)."""
+    b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
+    return b_g, tl.sum(tl.where(tl.arange(0, BT) == BT - 1, b_g, 0), axis=0)
 
 
 @autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
@@ -27,16 +40,12 @@ def chunk_simple_gla_fwd_kernel(
     NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
     IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
     m_causal = o_t[:, None] >= o_t[None, :]
-    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-    m_state = m_k[:, None] & m_v[None, :]
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
@@ -47,16 +56,15 @@ def chunk_simple_gla_fwd_kernel(
         m_t = o_row < eos
         m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
         # [BT, BK]
-        b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
-        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         # [BT, BV]
-        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT]
         b_A = tl.dot(b_q, tl.trans(b_k), input_precision=DOT_PRECISION)
         if USE_G:
             # [BT]
-            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
-            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
             b_A *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
             b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
             b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
@@ -81,34 +89,30 @@ def chunk_simple_gla_bwd_kernel_dq(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
     m_causal = o_t[:, None] >= o_t[None, :]
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL_STATE:
-        o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-        b_h += tl.load(h0 + o_state, mask=m_k[:, None] & m_v[None, :], other=0).to(tl.float32)
+        o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT)):
         o_row = bos + i_t * BT + o_t
         m_t = o_row < eos
         m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
         # [BT, BK]
-        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         # [BT, BV]
-        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
-        b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
+        b_do = load_tile(do, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT]
         b_dA = tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
         if USE_G:
-            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
-            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
             b_dA *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
             b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
             b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
@@ -124,7 +128,7 @@ def chunk_simple_gla_bwd_kernel_dq(
         tl.store(p_dq, b_dq.to(p_dq.dtype.element_ty), mask=m_tk)
         if USE_G:
             # q . dq in float32, before dq is rounded to its storage dtype
-            b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0).to(tl.float32)
+            b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk).to(tl.float32)
             tl.store(q_dot_dq + (o_row * H + i_h) * (NK * NV) + i_k * NV + i_v, tl.sum(b_q * b_dq, axis=1), mask=m_t)
 
 
@@ -136,17 +140,13 @@ def chunk_simple_gla_bwd_kernel_dkvg(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
     USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
     # [BT(j), BT(i)]: the transposed causal mask, key position j on rows, query position i on columns
     m_causal_t = o_t[:, None] <= o_t[None, :]
-    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-    m_state = m_k[:, None] & m_v[None, :]
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
     b_dh = tl.zeros([BK, BV], dtype=tl.float32)
@@ -161,17 +161,16 @@ def chunk_simple_gla_bwd_kernel_dkvg(
         m_t = o_row < eos
         m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
         # [BT, BK]
-        b_q = tl.load(q + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
-        b_k = tl.load(k + (o_row[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0)
+        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         # [BT, BV]
-        b_v = tl.load(v + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
-        b_do = tl.load(do + (o_row[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0)
+        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
+        b_do = load_tile(do, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT], transposed: row j (key), column i (query)
         b_At = tl.dot(b_k, tl.trans(b_q), input_precision=DOT_PRECISION)
         b_dAt = tl.dot(b_v, tl.trans(b_do), input_precision=DOT_PRECISION)
         if USE_G:
-            b_g = tl.cumsum(tl.load(g + o_row * H + i_h, mask=m_t, other=0).to(tl.float32), axis=0)
-            b_g_last = tl.sum(tl.where(o_t == BT - 1, b_g, 0), axis=0)
+            b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
             b_decay_t = tl.exp(tl.where(m_causal_t, b_g[None, :] - b_g[:, None], float('-inf')))
             b_At *= b_decay_t
             b_dAt *= b_decay_t

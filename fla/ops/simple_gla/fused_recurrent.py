@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fla.ops.common.sequence import sequence_bounds
+from fla.ops.common.program import block_range, program_place, state_block_offsets
 from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
 from fla.utils import autotune, input_guard
 
@@ -26,14 +26,10 @@ def fused_recurrent_simple_gla_fwd_kernel(
     NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
     IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-    m_state = m_k[:, None] & m_v[None, :]
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
@@ -62,18 +58,15 @@ def fused_recurrent_simple_gla_bwd_kernel_dq(
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL_STATE:
-        o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-        b_h += tl.load(h0 + o_state, mask=m_k[:, None] & m_v[None, :], other=0).to(tl.float32)
+        o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
     for row in range(bos, eos):
         # [BK]
         b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
@@ -100,14 +93,10 @@ def fused_recurrent_simple_gla_bwd_kernel_dkvg(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
     USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    o_state = i_nh * K * V + o_k[:, None] * V + o_v[None, :]
-    m_state = m_k[:, None] & m_v[None, :]
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
     b_dh = tl.zeros([BK, BV], dtype=tl.float32)

@@ -1,0 +1,43 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Device helpers for kernels whose programs each own one state block of one head of one sequence, dense or packed.
+
+The grid is `(N * H, NV, NK)`: sequence and head on the first axis (the only one with room for large batches), then
+the value block and the key block of the state.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sequence_bounds(cu_seqlens, i_n, T, IS_VARLEN: tl.constexpr):
+    """Return the first row and one past the last row of sequence `i_n`, as int64 row indices into `[B * T]`."""
+    if IS_VARLEN:
+        bos = tl.load(cu_seqlens + i_n).to(tl.int64)
+        eos = tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    else:
+        bos = i_n.to(tl.int64) * T
+        eos = bos + T
+    return bos, eos
+
+
+@triton.jit
+def program_place(cu_seqlens, T, H: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Return `(i_nh, i_h, i_k, i_v, bos, eos)`: the sequence-head index (int64), head, state block and row range."""
+    i_nh, i_v, i_k = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    bos, eos = sequence_bounds(cu_seqlens, i_nh // H, T, IS_VARLEN)
+    return i_nh, i_nh % H, i_k, i_v, bos, eos
+
+
+@triton.jit
+def block_range(i_block, BLOCK: tl.constexpr, DIM: tl.constexpr):
+    """Offsets of block `i_block` along a dimension of size `DIM`, and the mask of those inside it."""
+    o_block = i_block * BLOCK + tl.arange(0, BLOCK)
+    return o_block, o_block < DIM
+
+
+@triton.jit
+def state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K: tl.constexpr, V: tl.constexpr):
+    """Offsets and mask of a `[BK, BV]` block of the state of sequence-head `i_nh` in a `[N, H, K, V]` tensor."""
+    return i_nh * K * V + o_k[:, None] * V + o_v[None, :], m_k[:, None] & m_v[None, :]
