@@ -20,16 +20,8 @@ def _check_float(name: str, tensor: torch.Tensor) -> None:
         raise ValueError(f'{name}: expected a floating-point tensor, got dtype {tensor.dtype}')
 
 
-def check_attention_inputs(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    grouped_values: bool = False,
-) -> tuple[int, int, int, int, int, int]:
-    """Check `q, k: [B, T, H, K]` and `v: [B, T, HV, V]`, where `HV == H` unless `grouped_values` allows a multiple.
-
-    Returns `(B, T, H, K, HV, V)`.
-    """
+def check_attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int, int, int]:
+    """Check `q, k: [B, T, H, K]` and `v: [B, T, H, V]` (one dtype, one device); return `(B, T, H, K, V)`."""
     for name, tensor, layout in (('q', q, '[B, T, H, K]'), ('k', k, '[B, T, H, K]'), ('v', v, '[B, T, H, V]')):
         if not isinstance(tensor, torch.Tensor):
             raise ValueError(f'{name}: expected a torch.Tensor of shape {layout}, got {type(tensor).__name__}')
@@ -39,20 +31,18 @@ def check_attention_inputs(
     if k.shape != q.shape:
         raise ValueError(f'k: expected the shape of q {_shape(q)} as [B, T, H, K], got {_shape(k)}')
     B, T, H, K = q.shape
-    HV, V = v.shape[2], v.shape[3]
+    V = v.shape[3]
     if v.shape[:2] != q.shape[:2]:
         raise ValueError(f'v: expected [B, T] = {(B, T)} as in q, got shape {_shape(v)}')
-    if grouped_values and HV % H != 0:
-        raise ValueError(f'v: expected a head count that is a multiple of q\'s H={H}, got {HV} in shape {_shape(v)}')
-    if not grouped_values and HV != H:
-        raise ValueError(f'v: expected H={H} heads as in q, got {HV} in shape {_shape(v)}')
+    if v.shape[2] != H:
+        raise ValueError(f'v: expected H={H} heads as in q, got {v.shape[2]} in shape {_shape(v)}')
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f'q, k, v: expected one dtype, got {q.dtype}, {k.dtype}, {v.dtype}')
     if len({q.device, k.device, v.device}) != 1:
         raise ValueError(f'q, k, v: expected one device, got {q.device}, {k.device}, {v.device}')
     if q.device.type == 'cpu' and not IS_TRITON_INTERPRETER:
         raise ValueError('q: tensors are on the CPU, where Triton kernels run only with TRITON_INTERPRET=1 set before import')
-    return B, T, H, K, HV, V
+    return B, T, H, K, V
 
 
 def check_tensor_shape(

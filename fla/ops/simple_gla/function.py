@@ -149,7 +149,7 @@ def simple_gla(
     cu_seqlens: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check the public arguments, then run `kernels` under autograd."""
-    B, T, H, K, _, V = check_attention_inputs(q, k, v)
+    B, T, H, K, V = check_attention_inputs(q, k, v)
     check_tensor_shape('g', g, (B, T, H), '[B, T, H]', q.device)
     N = check_cu_seqlens(cu_seqlens, B, T, q.device)
     check_tensor_shape('initial_state', initial_state, (N, H, K, V), '[N, H, K, V]', q.device)
