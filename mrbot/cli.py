@@ -5,22 +5,33 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from mrbot import demo
+from mrbot.records import MrbotError
+
+# Subcommand -> the module whose `run(args)` carries it out, imported only when used (`demo` pulls in torch).
+COMMANDS = {'check': 'mrbot.check', 'rules': 'mrbot.rules', 'demo': 'mrbot.demo'}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='mrbot', description=__doc__)
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    check = commands.add_parser('check', help="check a change against the repository's contribution rules")
+    importlib.import_module('mrbot.check').add_arguments(check)
+    rules = commands.add_parser('rules', help='list the rules, or print the documentation of one')
+    rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
     commands.add_parser('demo', help='show what mrbot does and run a kernel of the fla library here')
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {'demo': demo.run}
-    return handlers[args.command](args)
+    try:
+        return importlib.import_module(COMMANDS[args.command]).run(args)
+    except MrbotError as error:
+        print(f'mrbot {args.command}: error: {error}', file=sys.stderr)
+        return 2
 
 
 if __name__ == '__main__':

@@ -1,0 +1,82 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""ruff's own findings on the lines a change adds, under the repository's ruff configuration."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from mrbot.rules import Context, Violation, rule
+
+_CONFIG_FILES = ('pyproject.toml', 'ruff.toml', '.ruff.toml')
+
+
+def _ruff_binary() -> str | None:
+    try:
+        from ruff.__main__ import find_ruff_bin
+        return str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which('ruff')
+
+
+def _run(ruff: str, cwd: Path, paths: list[str]) -> list[tuple[str, int, int, str, str]]:
+    """`(path relative to cwd, line, column, code, message)` for each of ruff's findings on `paths`."""
+    done = subprocess.run([ruff, 'check', '--output-format', 'json', '--no-fix', '--no-cache', '--force-exclude',
+                           '--quiet', *paths], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f'exit {done.returncode}')
+    found = []
+    for item in json.loads(done.stdout or '[]'):
+        location = item.get('location') or {}
+        path = Path(item['filename']).resolve().relative_to(cwd.resolve()).as_posix()
+        found.append((path, location.get('row', 0), max(location.get('column', 1) - 1, 0), item.get('code') or 'syntax',
+                      item.get('message', '')))
+    return found
+
+
+@rule('RUF', "ruff's findings", 'error', 'fix what ruff reports (`ruff check --fix` fixes many)')
+def ruff_findings(context: Context) -> Iterator[Violation]:
+    """Reports ruff's findings (`RUF:<code>`, e.g. `RUF:E501` for a line over 127 characters) on added lines.
+
+    The repository's ruff configuration already encodes most style rules (line length, modern typing, import
+    order); mrbot runs ruff instead of re-implementing it and keeps only what the change adds, so an old file with
+    old findings does not block a small fix.
+
+    Example: an added line of 130 characters.
+
+    Instead: whatever ruff's message says; `ruff rule <code>` explains each code.
+    """
+    sources = [s for s in context.sources('*.py') if s.file.status != 'deleted']
+    if not sources:
+        return
+    ruff = _ruff_binary()
+    if ruff is None:
+        yield Violation('', 0, 'ruff is not installed, so its findings were not checked', severity='note')
+        return
+    root = context.change.root
+    paths = [s.path for s in sources]
+    try:
+        if context.change.head is None:
+            results = _run(ruff, root, paths)
+        else:
+            # a committed head is checked from a copy, with the working tree's ruff configuration beside it
+            with tempfile.TemporaryDirectory(prefix='mrbot-ruff-') as scratch:
+                copy = Path(scratch)
+                for name in _CONFIG_FILES:
+                    if (root / name).is_file():
+                        shutil.copy(root / name, copy / name)
+                for source in sources:
+                    target = copy / source.path
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(source.text, encoding='utf-8')
+                results = _run(ruff, copy, paths)
+    except (RuntimeError, ValueError, OSError) as exc:
+        yield Violation('', 0, f'ruff could not run ({exc}), so its findings were not checked', severity='note')
+        return
+    for path, line, column, code, message in results:
+        yield Violation(path, line, message, column, code=code)

@@ -1,0 +1,130 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`[tool.mrbot]` in the repository's pyproject.toml, with this repository's conventions as the defaults."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mrbot.records import SEVERITIES, MrbotError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+OFF = 'off'
+DEFAULT_HEADER = ('# Copyright (c) 2026, the mrbot authors.', '# SPDX-License-Identifier: MIT')
+DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fix', 'KDA', 'Misc', 'Ops', 'Perf',
+                'Refactor', 'Simple GLA', 'Test', 'Utils')
+
+
+@dataclass(frozen=True)
+class PathOverride:
+    """Rule settings for files matching any of `paths` (fnmatch patterns, where `*` also crosses `/`)."""
+
+    paths: tuple[str, ...]
+    rules: dict[str, str]
+
+    def applies_to(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.paths)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything repository-specific; each field is a key of `[tool.mrbot]` with `-` for `_`."""
+
+    target_branches: tuple[str, ...] = ('origin/main', 'main')
+    source_roots: tuple[str, ...] = ('fla',)
+    test_roots: tuple[str, ...] = ('tests',)
+    # Accepted PR title tags; empty accepts any tag of the right form.
+    title_tags: tuple[str, ...] = DEFAULT_TAGS
+    perf_tags: tuple[str, ...] = ('Perf',)
+    body_sections: tuple[str, ...] = ('Summary', 'Test plan', 'Benchmark', 'Breaking changes')
+    # Required first lines of every source file; `{year}` stands for any four-digit year.
+    header: tuple[str, ...] = DEFAULT_HEADER
+    header_files: tuple[str, ...] = ('*.py',)
+    max_file_bytes: int = 1_000_000
+    max_binary_bytes: int = 512_000
+    # Rule id (or id prefix such as 'RUF') -> 'error', 'warning', 'note' or 'off'.
+    rules: dict[str, str] = field(default_factory=dict)
+    overrides: tuple[PathOverride, ...] = ()
+
+    def severity(self, rule: str, path: str, default: str) -> str:
+        """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""
+        severity = _lookup(self.rules, rule) or default
+        for override in self.overrides:
+            if override.applies_to(path):
+                severity = _lookup(override.rules, rule) or severity
+        return severity
+
+    def is_source(self, path: str) -> bool:
+        return any(path.startswith(root.rstrip('/') + '/') for root in self.source_roots)
+
+    def is_test(self, path: str) -> bool:
+        return any(path.startswith(root.rstrip('/') + '/') for root in self.test_roots)
+
+
+def _lookup(table: dict[str, str], rule: str) -> str | None:
+    if rule in table:
+        return table[rule]
+    family = rule.split(':')[0]
+    return table.get(family)
+
+
+def _check_severities(where: str, table: Any) -> dict[str, str]:
+    if not isinstance(table, dict):
+        raise MrbotError(f'{where}: expected a table of rule id = severity, got {type(table).__name__}')
+    for rule, severity in table.items():
+        if severity not in (*SEVERITIES, OFF):
+            raise MrbotError(f"{where}.{rule}: expected one of error, warning, note, off; got {severity!r}")
+    return dict(table)
+
+
+def _convert(name: str, value: Any, default: Any) -> Any:
+    where = f'[tool.mrbot] {name.replace("_", "-")}'
+    if name == 'rules':
+        return _check_severities(where, value)
+    if name == 'overrides':
+        if not isinstance(value, list):
+            raise MrbotError(f'{where}: expected an array of tables [[tool.mrbot.overrides]], got {type(value).__name__}')
+        result = []
+        for i, entry in enumerate(value):
+            paths = entry.get('paths') if isinstance(entry, dict) else None
+            if not (isinstance(paths, list) and paths and all(isinstance(p, str) for p in paths)):
+                raise MrbotError(f'{where}[{i}].paths: expected a non-empty list of path patterns')
+            result.append(PathOverride(tuple(paths), _check_severities(f'{where}[{i}].rules', entry.get('rules', {}))))
+        return tuple(result)
+    if isinstance(default, tuple):
+        if isinstance(value, str) and name == 'header':
+            value = value.splitlines()
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise MrbotError(f'{where}: expected a list of strings, got {value!r}')
+        return tuple(value)
+    if isinstance(default, int) and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        raise MrbotError(f'{where}: expected a positive integer, got {value!r}')
+    return value
+
+
+def load_config(root: Path) -> Config:
+    """Read `[tool.mrbot]` from `root/pyproject.toml`; defaults where the file or the table is absent."""
+    pyproject = root / 'pyproject.toml'
+    if not pyproject.is_file():
+        return Config()
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding='utf-8')).get('tool', {}).get('mrbot', {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise MrbotError(f'{pyproject}: not valid TOML ({exc})') from None
+    known = {f.name: f for f in fields(Config)}
+    values = {}
+    for key, value in table.items():
+        name = key.replace('-', '_')
+        if name not in known:
+            names = ', '.join(sorted(k.replace('_', '-') for k in known))
+            raise MrbotError(f'[tool.mrbot] {key}: unknown setting; known: {names}')
+        values[name] = _convert(name, value, known[name].default)
+    return Config(**values)

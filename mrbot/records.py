@@ -1,0 +1,113 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The plain records that flow between mrbot's stages: a change in, findings out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEVERITIES = ('error', 'warning', 'note')
+
+
+class MrbotError(Exception):
+    """A problem the user can act on (bad arguments, not a repository, bad configuration): one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One region of a diff with no context lines: the lines it removed from the base and added to the head."""
+
+    old_start: int
+    old_lines: tuple[str, ...]
+    new_start: int
+    new_lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """A file the change touches; `text` and `base_text` are None where the content is not read (see `skipped`)."""
+
+    path: str
+    status: str
+    old_path: str | None = None
+    added_lines: frozenset[int] = frozenset()
+    hunks: tuple[Hunk, ...] = ()
+    text: str | None = None
+    base_text: str | None = None
+    size: int = 0
+    binary: bool = False
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    body: str
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """Everything the checks see: the files of base..head, the commits in between, and the PR title and body.
+
+    `head` is None when the head is the working tree. `title_source` and `body_source` say where those came from:
+    'flag', 'forge', 'commit' or None when unknown.
+    """
+
+    root: Path
+    base: str
+    head: str | None
+    files: tuple[ChangedFile, ...]
+    commits: tuple[Commit, ...] = ()
+    title: str | None = None
+    body: str | None = None
+    title_source: str | None = None
+    body_source: str | None = None
+    perf: bool = False
+    notes: tuple[str, ...] = ()
+
+    def file(self, path: str) -> ChangedFile | None:
+        return next((f for f in self.files if f.path == path), None)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken rule at one place; `line` 0 means the whole file, and a path of '' the PR itself."""
+
+    rule: str
+    severity: str
+    path: str
+    line: int
+    message: str
+    hint: str = ''
+    column: int = 0
+    # Lines any of which must be added by the change for a line-scoped rule to report this finding.
+    anchors: tuple[int, ...] = field(default=(), compare=False)
+
+    def to_json(self) -> dict:
+        return {'rule': self.rule, 'severity': self.severity, 'path': self.path, 'line': self.line,
+                'column': self.column, 'message': self.message, 'hint': self.hint}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The outcome of checking one change: what to report, what inline comments suppressed, and what was skipped."""
+
+    changeset: ChangeSet
+    findings: tuple[Finding, ...]
+    suppressed: tuple[Finding, ...] = ()
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == 'error' for f in self.findings)
+
+    def to_json(self) -> dict:
+        return {
+            'schema': 1,
+            'base': self.changeset.base,
+            'head': self.changeset.head or 'WORKTREE',
+            'findings': [f.to_json() for f in self.findings],
+            'suppressed': [f.to_json() for f in self.suppressed],
+            'notes': list(self.changeset.notes),
+        }

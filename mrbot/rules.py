@@ -1,0 +1,188 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""What a rule is, what it sees, and `mrbot rules [ID]`.
+
+A rule is a function decorated with `@rule(...)` in a module of the `checks` package. It receives a `Context` and
+yields `Violation`s; the engine adds the rule's id, severity and hint, applies configuration and suppressions, and
+for line-scoped rules keeps only violations on lines the change adds. The function's docstring is the rule's
+documentation, in four paragraphs: what it does, why it matters, an example, and what to write instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import fnmatch
+import importlib
+import inspect
+import io
+import pkgutil
+import tokenize
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from mrbot.config import Config
+from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError
+
+# Line-scoped rules report only on added lines; file rules on any touched file; change rules on the PR itself.
+SCOPES = ('lines', 'file', 'change')
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Where a rule is broken.
+
+    `code` refines the rule id (`RUF` with code `E501` reports as `RUF:E501`); `severity` replaces the rule's default
+    for this violation unless the configuration sets one; `anchors` are the lines of which one must be added.
+    """
+
+    path: str
+    line: int
+    message: str
+    column: int = 0
+    anchors: tuple[int, ...] = ()
+    code: str = ''
+    severity: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    hint: str
+    scope: str
+    check: Callable[[Context], Iterable[Violation]]
+    doc: str
+    fix: Callable[[str, Config], str] | None = None
+
+    @property
+    def rationale(self) -> str:
+        paragraphs = [p.strip() for p in self.doc.split('\n\n') if p.strip()]
+        return paragraphs[1] if len(paragraphs) > 1 else (paragraphs[0] if paragraphs else '')
+
+
+_REGISTRY: dict[str, Rule] = {}
+
+
+def rule(
+    id: str, title: str, severity: str, hint: str, scope: str = 'lines', fix: Callable[[str, Config], str] | None = None
+) -> Callable[[Callable], Callable]:
+    """Register the decorated function as rule `id`."""
+    if severity not in SEVERITIES or scope not in SCOPES:
+        raise ValueError(f'rule {id}: severity must be one of {SEVERITIES} and scope one of {SCOPES}')
+
+    def register(check: Callable[[Context], Iterable[Violation]]) -> Callable:
+        if id in _REGISTRY:
+            raise ValueError(f'rule {id}: registered twice')
+        _REGISTRY[id] = Rule(id, title, severity, hint, scope, check, inspect.getdoc(check) or '', fix)
+        return check
+
+    return register
+
+
+def all_rules() -> list[Rule]:
+    """Every rule of the `checks` package, sorted by id; importing a module of the package registers its rules."""
+    import checks
+
+    for module in pkgutil.iter_modules(checks.__path__):
+        importlib.import_module(f'checks.{module.name}')
+    return sorted(_REGISTRY.values(), key=lambda r: r.id)
+
+
+@dataclass
+class SourceFile:
+    """A changed text file of the head, parsed on demand once for all rules."""
+
+    file: ChangedFile
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    @property
+    def text(self) -> str:
+        return self.file.text or ''
+
+    @property
+    def added(self) -> frozenset[int]:
+        return self.file.added_lines
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def line(self, number: int) -> str:
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ''
+
+    @cached_property
+    def tree(self) -> ast.Module | None:
+        """The module's AST, or None when it does not parse."""
+        try:
+            return ast.parse(self.text, filename=self.path)
+        except (SyntaxError, ValueError):
+            return None
+
+    @cached_property
+    def base_tree(self) -> ast.Module | None:
+        if self.file.base_text is None:
+            return None
+        try:
+            return ast.parse(self.file.base_text)
+        except (SyntaxError, ValueError):
+            return None
+
+    @cached_property
+    def comments(self) -> list[tuple[int, int, str]]:
+        """`(line, column, text)` of every comment token; empty when the file does not tokenize."""
+        found = []
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(self.text).readline):
+                if token.type == tokenize.COMMENT:
+                    found.append((token.start[0], token.start[1], token.string))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            return []
+        return found
+
+
+@dataclass
+class Context:
+    """What rules see: the change, the configuration, and the changed files parsed once."""
+
+    change: ChangeSet
+    config: Config
+    _sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    def sources(self, *patterns: str) -> Iterator[SourceFile]:
+        """Changed files of the head with readable text whose path matches any pattern (default: Python files)."""
+        patterns = patterns or ('*.py',)
+        for file in self.change.files:
+            if file.text is None or not any(fnmatch.fnmatchcase(file.path, p) for p in patterns):
+                continue
+            if file.path not in self._sources:
+                self._sources[file.path] = SourceFile(file)
+            yield self._sources[file.path]
+
+    def source(self, path: str) -> SourceFile | None:
+        return next((s for s in self.sources('*') if s.path == path), None)
+
+
+def describe(rule: Rule) -> str:
+    return f'{rule.id}  {rule.title}\nseverity: {rule.severity}; reports on: {rule.scope}\n\n{rule.doc}\n\nFix: {rule.hint}\n'
+
+
+def run(args: argparse.Namespace) -> int:
+    """`mrbot rules [ID]`: list the rules, or print one rule's documentation."""
+    rules = all_rules()
+    if args.id:
+        wanted = args.id.upper()
+        match = next((r for r in rules if r.id == wanted), None)
+        if match is None:
+            raise MrbotError(f"unknown rule '{args.id}'; `mrbot rules` lists them")
+        print(describe(match), end='')
+        return 0
+    width = max(len(r.id) for r in rules)
+    for r in rules:
+        print(f'{r.id:<{width}}  {r.severity:<7}  {r.title}')
+    return 0
