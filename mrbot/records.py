@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 SEVERITIES = ('error', 'warning', 'note')
@@ -67,8 +68,12 @@ class ChangeSet:
     perf: bool = False
     notes: tuple[str, ...] = ()
 
+    @cached_property
+    def _by_path(self) -> dict[str, ChangedFile]:
+        return {f.path: f for f in self.files}
+
     def file(self, path: str) -> ChangedFile | None:
-        return next((f for f in self.files if f.path == path), None)
+        return self._by_path.get(path)
 
 
 @dataclass(frozen=True)

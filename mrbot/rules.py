@@ -5,7 +5,8 @@
 A rule is a function decorated with `@rule(...)` in a module of the `checks` package. It receives a `Context` and
 yields `Violation`s; the engine adds the rule's id, severity and hint, applies configuration and suppressions, and
 for line-scoped rules keeps only violations on lines the change adds. The function's docstring is the rule's
-documentation, in four paragraphs: what it does, why it matters, an example, and what to write instead.
+documentation: what it checks, optionally its details and blind spots, why it matters, `Example:` (a violating
+snippet) and `Instead:` (what to write), one paragraph each.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ class Rule:
 
     @property
     def rationale(self) -> str:
+        """The paragraph of the docstring that says why the rule matters: the one before `Example:`."""
         paragraphs = [p.strip() for p in self.doc.split('\n\n') if p.strip()]
-        return paragraphs[1] if len(paragraphs) > 1 else (paragraphs[0] if paragraphs else '')
+        example = next((i for i, p in enumerate(paragraphs) if p.startswith('Example:')), len(paragraphs))
+        return paragraphs[example - 1] if example > 0 else ''
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -158,14 +161,35 @@ class Context:
         """Changed files of the head with readable text whose path matches any pattern (default: Python files)."""
         patterns = patterns or ('*.py',)
         for file in self.change.files:
-            if file.text is None or not any(fnmatch.fnmatchcase(file.path, p) for p in patterns):
-                continue
-            if file.path not in self._sources:
-                self._sources[file.path] = SourceFile(file)
-            yield self._sources[file.path]
+            if file.text is not None and any(fnmatch.fnmatchcase(file.path, p) for p in patterns):
+                yield self.source(file.path)
 
     def source(self, path: str) -> SourceFile | None:
-        return next((s for s in self.sources('*') if s.path == path), None)
+        """The changed file at `path` parsed, or None when it is not part of the change or has no readable text."""
+        if path not in self._sources:
+            file = self.change.file(path)
+            if file is None or file.text is None:
+                return None
+            self._sources[path] = SourceFile(file)
+        return self._sources[path]
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for a name or a chain of attributes on a name (`tl.program_id`), else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return '.'.join(reversed(parts))
+
+
+def last_name(node: ast.AST) -> str | None:
+    """The last part of a dotted name: `f` for `f` and for `a.b.f`, else None."""
+    name = dotted_name(node)
+    return name.rsplit('.', 1)[-1] if name else (node.attr if isinstance(node, ast.Attribute) else None)
 
 
 def describe(rule: Rule) -> str:

@@ -1,0 +1,43 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot rules`: every rule listed and documented in the same shape, from its own docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mrbot.cli import main
+from mrbot.rules import all_rules
+
+RULE_TESTS = Path(__file__).resolve().parents[1] / 'checks'
+
+
+def test_listing_names_every_rule_with_severity_and_title(capsys):
+    assert main(['rules']) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == [r.id for r in all_rules()]
+    assert any(line.split()[:2] == ['HDR001', 'error'] for line in listed)
+
+
+def test_one_rule_prints_its_documentation_and_fix(capsys):
+    assert main(['rules', 'hdr001']) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('HDR001  License header missing or wrong\nseverity: error; reports on: file\n')
+    assert 'Example:' in out and 'Instead:' in out
+    assert out.rstrip().endswith('Fix: run `mrbot check --fix` to insert the header')
+
+
+def test_unknown_rule_is_a_one_line_error(capsys):
+    assert main(['rules', 'XYZ999']) == 2
+    assert capsys.readouterr().err == "mrbot rules: error: unknown rule 'XYZ999'; `mrbot rules` lists them\n"
+
+
+@pytest.mark.parametrize('rule', all_rules(), ids=lambda r: r.id)
+def test_every_rule_is_documented_and_tested(rule):
+    paragraphs = [p for p in rule.doc.split('\n\n') if p.strip()]
+    assert len(paragraphs) in (4, 5), f'{rule.id}: docstring needs what, [details], why, Example:, Instead:'
+    assert paragraphs[-2].startswith('Example:') and paragraphs[-1].startswith('Instead:')
+    assert rule.title and rule.hint and rule.rationale == paragraphs[-3]
+    assert any(rule.id in path.read_text() for path in RULE_TESTS.glob('test_*.py')), f'{rule.id}: no test names it'
