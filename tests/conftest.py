@@ -11,7 +11,7 @@ import pytest
 import torch
 
 # Triton decides at decoration time whether a kernel is interpreted, so this must precede every fla import.
-if not torch.cuda.is_available():
+if not torch.cuda.is_available():  # mrbot: ignore[PLT001]
     os.environ.setdefault('TRITON_INTERPRET', '1')
 
 TESTS_DIR = Path(__file__).parent

@@ -1,0 +1,376 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Rules for Triton kernels: how they address memory, index in int64, specialize and declare compile-time values."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Container, Iterator
+
+from mrbot.rules import Context, Violation, dotted_name, last_name, rule
+
+_BLOCK_POINTER_APIS = ('make_block_ptr', 'advance')
+_COMPILE_TIME_NAME = re.compile(r'^(?:B[A-Z0-9][A-Z0-9_]*|(?:USE|IS|HAS)_[A-Z0-9_]*)$')
+# Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
+_INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
+                              'range', 'static_range', 'where'})
+_SNIPPET_LENGTH = 60
+
+# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it.
+Taint = dict[str, frozenset[int]]
+# Narrow multiplication -> its narrow operand and the lines where that operand's program id was read.
+Found = dict[ast.AST, tuple[ast.expr, frozenset[int]]]
+
+
+def _jit_decorator(function: ast.FunctionDef) -> ast.expr | None:
+    """The `@triton.jit` / `@jit` / `@triton.jit(...)` decorator of `function`, wherever it sits in the stack."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if dotted_name(target) in ('jit', 'triton.jit'):
+            return decorator
+    return None
+
+
+def _statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement under `node` at any depth; expressions are not entered, which keeps large files fast."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt):
+            yield child
+            yield from _statements(child)
+        elif isinstance(child, (ast.excepthandler, ast.match_case)):
+            yield from _statements(child)
+
+
+def _jit_functions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef, ast.expr]]:
+    for node in _statements(tree):
+        if isinstance(node, ast.FunctionDef):
+            decorator = _jit_decorator(node)
+            if decorator is not None:
+                yield node, decorator
+
+
+def _positional_parameters(function: ast.FunctionDef) -> list[ast.arg]:
+    return [*function.args.posonlyargs, *function.args.args]
+
+
+def _snippet(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= _SNIPPET_LENGTH else text[:_SNIPPET_LENGTH - 3] + '...'
+
+
+def _imports_triton(tree: ast.Module) -> bool:
+    for node in _statements(tree):
+        if isinstance(node, ast.Import) and any(alias.name.split('.')[0] == 'triton' for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] == 'triton':
+            return True
+    return False
+
+
+@rule('TRI001', 'Block pointer addressing', 'error',
+      'address memory with offset vectors and masked `tl.load` / `tl.store`')
+def block_pointers(context: Context) -> Iterator[Violation]:
+    """Checks that no Python file uses `make_block_ptr` or `advance` from `triton.language`.
+
+    Any attribute access `<name>.make_block_ptr` counts, and so does an import of either name from a `triton` module;
+    `<name>.advance` counts only in files that import triton, since the word is common elsewhere. Strings and comments
+    do not count.
+
+    Block pointers hide the offsets and the boundary handling that a reviewer needs to see, and how they lower differs
+    across Triton versions and backends; explicit offset vectors with masks state every bound in the kernel itself.
+
+    Example: `p_q = tl.make_block_ptr(q, (T, K), (H * K, 1), (i_t * BT, 0), (BT, BK), (1, 0))` followed by
+    `p_q = tl.advance(p_q, (BT, 0))`.
+
+    Instead: `o_t = i_t * BT + tl.arange(0, BT)` and `tl.load(q + o_t[:, None] * H * K + o_k[None, :], mask=m_tk)`.
+    """
+    for source in context.sources('*.py'):
+        tree = source.tree
+        if tree is None or not any(api in source.text for api in _BLOCK_POINTER_APIS):
+            continue
+        imports_triton = _imports_triton(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in _BLOCK_POINTER_APIS and dotted_name(node):
+                if node.attr == 'make_block_ptr' or imports_triton:
+                    yield Violation(source.path, node.lineno, f'`{dotted_name(node)}` addresses memory through a block '
+                                                              'pointer', column=node.col_offset)
+            elif isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] == 'triton':
+                for alias in node.names:
+                    if alias.name in _BLOCK_POINTER_APIS:
+                        yield Violation(source.path, node.lineno, f'`{alias.name}` imported from `{node.module}`: block '
+                                                                  'pointers are not used here', column=node.col_offset)
+
+
+def _cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
+    """`(value, dtype)` when `node` is `value.to(dtype)` or `tl.cast(value, dtype)`, else None."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    keywords = {k.arg: k.value for k in node.keywords}
+    if node.func.attr == 'to':
+        return node.func.value, node.args[0] if node.args else keywords.get('dtype')
+    if node.func.attr == 'cast' and dotted_name(node.func) and node.args:
+        return node.args[0], node.args[1] if len(node.args) > 1 else keywords.get('dtype')
+    return None
+
+
+def _origins(node: ast.AST, taint: Taint, reported: Container[ast.AST] = ()) -> frozenset[int]:
+    """Lines where a program id still in int32 entered the value of `node`; empty when the value is not such an index.
+
+    Comparisons make masks and loads read data, so neither carries the index on; nodes in `reported` count as clean so
+    that one narrow multiplication is reported once, not again by each multiplication around it.
+    """
+    if node in reported:
+        return frozenset()
+    cast = _cast_target(node)
+    if cast is not None:
+        value, dtype = cast
+        wide = last_name(dtype) in ('int64', 'uint64') if dtype is not None else False
+        floating = (last_name(dtype) or '').startswith(('float', 'bfloat')) if dtype is not None else False
+        return frozenset() if wide or floating else _origins(value, taint, reported)
+    if isinstance(node, ast.Call) and last_name(node.func) == 'program_id':
+        return frozenset({node.lineno})
+    if isinstance(node, ast.Name):
+        return taint.get(node.id, frozenset())
+    if isinstance(node, ast.Call):
+        if last_name(node.func) not in _INDEX_FUNCTIONS:
+            return frozenset()
+        operands = [*node.args, *(k.value for k in node.keywords)]
+    elif isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp):
+        operands = [node.operand]
+    elif isinstance(node, ast.IfExp):
+        operands = [node.body, node.orelse]
+    elif isinstance(node, ast.Subscript):
+        operands = [node.value]
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        operands = node.elts
+    else:
+        return frozenset()
+    return frozenset().union(*(_origins(operand, taint, reported) for operand in operands))
+
+
+def _names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _names(element)]
+    if isinstance(target, ast.Starred):
+        return _names(target.value)
+    return []
+
+
+def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str, frozenset[int]]]:
+    """What assigning `value` to `target` binds; `a, b = x, y` pairs element by element."""
+    pairs_up = isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+        and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    if pairs_up:
+        return [binding for t, v in zip(target.elts, value.elts, strict=True) for binding in _bindings(t, v, taint)]
+    origins = _origins(value, taint)
+    return [(name, origins) for name in _names(target)]
+
+
+def _bind(bindings: list[tuple[str, frozenset[int]]], taint: Taint) -> None:
+    for name, origins in bindings:
+        if origins:
+            taint[name] = origins
+        else:
+            taint.pop(name, None)
+
+
+def _assign(statement: ast.stmt, taint: Taint) -> None:
+    if isinstance(statement, ast.Assign):
+        # Evaluate every right-hand side before binding, as Python does for `a, b = b, a`.
+        bindings = [b for target in statement.targets for b in _bindings(target, statement.value, taint)]
+        _bind(bindings, taint)
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        _bind(_bindings(statement.target, statement.value, taint), taint)
+    elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        name = statement.target.id
+        _bind([(name, taint.get(name, frozenset()) | _origins(statement.value, taint))], taint)
+
+
+def _check_multiplications(expression: ast.AST, taint: Taint, found: Found) -> None:
+    """Record in `found` each multiplication in `expression` with a narrow program id operand, innermost first."""
+    # Breadth-first order reversed visits every node before the nodes that contain it.
+    for node in reversed(list(ast.walk(expression))):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            operands = (node.left, node.right)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
+            operands = (node.target, node.value)
+        else:
+            continue
+        for operand in operands:
+            origins = _origins(operand, taint, found)
+            if origins:
+                found.setdefault(node, (operand, origins))
+                break
+
+
+def _merge(first: Taint, second: Taint) -> Taint:
+    return {name: first.get(name, frozenset()) | second.get(name, frozenset()) for name in first.keys() | second.keys()}
+
+
+def _headers(statement: ast.stmt) -> list[ast.AST]:
+    """The parts of `statement` outside its nested blocks (a whole simple statement, the test of an `if`, ...)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    if isinstance(statement, ast.AugAssign):
+        return [statement]
+    headers = []
+    for _, value in ast.iter_fields(statement):
+        values = value if isinstance(value, list) else [value]
+        headers += [v for v in values if isinstance(v, (ast.expr, ast.withitem))]
+    return headers
+
+
+def _flow(statements: list[ast.stmt], taint: Taint, found: Found) -> None:
+    """Follow program ids through `statements` in order, recording narrow multiplications in `found`."""
+    for statement in statements:
+        for header in _headers(statement):
+            _check_multiplications(header, taint, found)
+        if isinstance(statement, ast.If):
+            body, orelse = dict(taint), dict(taint)
+            _flow(statement.body, body, found)
+            _flow(statement.orelse, orelse, found)
+            taint.clear()
+            taint.update(_merge(body, orelse))
+        elif isinstance(statement, (ast.For, ast.While)):
+            loop = dict(taint)
+            # Two passes let a value assigned late in the body reach its uses early in the next iteration.
+            for _ in range(2):
+                if isinstance(statement, ast.For):
+                    _bind(_bindings(statement.target, statement.iter, loop), loop)
+                _flow(statement.body, loop, found)
+            after = _merge(taint, loop)
+            _flow(statement.orelse, after, found)
+            taint.clear()
+            taint.update(after)
+        elif isinstance(statement, ast.With):
+            _flow(statement.body, taint, found)
+        else:
+            _assign(statement, taint)
+
+
+@rule('TRI002', 'Program id multiplied in int32', 'error',
+      'cast the program id with `.to(tl.int64)` where it is read, before it meets a size or stride')
+def narrow_program_ids(context: Context) -> Iterator[Violation]:
+    """Checks that inside `@triton.jit` functions no multiplication takes a program id that was not cast to int64.
+
+    A value is a program id when it is `tl.program_id(...)` or a name assigned from an expression holding one, through
+    arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)` and tuple unpacking such as
+    `i_k, i_v = tl.program_id(0), tl.program_id(1)`. `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and names assigned from
+    them are wide. The analysis is intra-procedural: a program id passed to a helper, or returned from one, is not
+    followed; values read with `tl.load` through a program id offset are data, not indices, and are not followed either.
+
+    Program ids are int32, and so is every product of them with int32 sizes: `i_n * T * H * K` wraps around once the
+    tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large batches and
+    long packed sequences reach that size on today's GPUs.
+
+    Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)`.
+
+    Instead: `i_t = tl.program_id(0).to(tl.int64)`, then `o_row = i_t * BT + tl.arange(0, BT)`.
+    """
+    for source in context.sources('*.py'):
+        if source.tree is None or 'program_id' not in source.text:
+            continue
+        for function, _ in _jit_functions(source.tree):
+            found: Found = {}
+            _flow(function.body, {}, found)
+            for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
+                yield Violation(source.path, node.lineno, f'`{_snippet(node)}` multiplies `{_snippet(narrow)}`, derived '
+                                                          f'from `tl.program_id` on line {min(origins)}, without an int64 '
+                                                          'cast', column=node.col_offset,
+                                anchors=tuple(range(node.lineno, node.end_lineno + 1)))
+
+
+def _launched_kernels(tree: ast.Module) -> set[str]:
+    """Names launched as `name[grid](...)` in the module."""
+    return {last_name(node.func.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and dotted_name(node.func.value)}
+
+
+def _unspecialized(decorator: ast.expr, function: ast.FunctionDef, parameter: str) -> bool:
+    """Whether the jit decorator lists `parameter` (by name or position) in `do_not_specialize`, or in a way not seen."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    listed = next((k.value for k in decorator.keywords if k.arg == 'do_not_specialize'), None)
+    if listed is None:
+        return False
+    if not isinstance(listed, (ast.List, ast.Tuple, ast.Set)):
+        # A name or an expression: its content cannot be read here, so give the benefit of the doubt.
+        return True
+    position = next((i for i, a in enumerate(_positional_parameters(function)) if a.arg == parameter), None)
+    return any(isinstance(e, ast.Constant) and e.value in (parameter, position) and not isinstance(e.value, bool)
+               for e in listed.elts)
+
+
+@rule('TRI003', 'Kernel specializes on the sequence length', 'error',
+      "list `T` in the kernel's decorator: `@triton.jit(do_not_specialize=['T'])`")
+def sequence_length_specialization(context: Context) -> Iterator[Violation]:
+    """Checks that every `@triton.jit` kernel with a parameter `T` names it in `do_not_specialize`.
+
+    `T` may be listed by name or by its position. A jit function counts as a kernel when its name contains `kernel` or
+    the file launches it as `name[grid](...)`; device helpers are specialized by the kernel that calls them, so the
+    setting does nothing there. The finding is reported at `T` and also appears when only the decorator changed.
+
+    Triton specializes integer arguments on their value (equal to 1, divisible by 16) and compiles a new kernel for
+    each combination; a sequence length changes with every batch, so without `do_not_specialize` a training run
+    stalls on recompilations and fills the cache with copies of the same kernel.
+
+    Example: `@triton.jit` above `def chunk_fwd_kernel(q, k, o, T, H: tl.constexpr, BT: tl.constexpr):`.
+
+    Instead: `@triton.jit(do_not_specialize=['T'])` above the same definition.
+    """
+    for source in context.sources('*.py'):
+        if source.tree is None:
+            continue
+        launched = None
+        for function, decorator in _jit_functions(source.tree):
+            length = next((a for a in _positional_parameters(function) if a.arg == 'T'), None)
+            if length is None or _unspecialized(decorator, function, 'T'):
+                continue
+            if 'kernel' not in function.name:
+                launched = _launched_kernels(source.tree) if launched is None else launched
+                if function.name not in launched:
+                    continue
+            anchors = (*range(decorator.lineno, decorator.end_lineno + 1), length.lineno)
+            yield Violation(source.path, length.lineno, f'kernel `{function.name}` specializes on the sequence length '
+                                                        '`T`: every new length compiles a new kernel',
+                            column=length.col_offset, anchors=anchors)
+
+
+def _is_constexpr(annotation: ast.expr | None) -> bool:
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation.value.rsplit('.', 1)[-1] == 'constexpr'
+    return annotation is not None and last_name(annotation) == 'constexpr'
+
+
+@rule('TRI004', 'Compile-time parameter not `tl.constexpr`', 'error',
+      'annotate the parameter `: tl.constexpr`, or rename it if it is a runtime value')
+def compile_time_parameters(context: Context) -> Iterator[Violation]:
+    """Checks that `@triton.jit` parameters named like compile-time values are annotated `tl.constexpr`.
+
+    Compile-time names are block sizes, `B` followed by an upper-case letter or digit and only upper-case letters,
+    digits and underscores (`BT`, `BK`, `BLOCK_SIZE`), and flags starting with `USE_`, `IS_` or `HAS_`. The annotation
+    may be written `tl.constexpr` or `triton.language.constexpr`.
+
+    Without the annotation the value arrives as a runtime integer: `tl.arange(0, BT)` fails to compile, and a flag in
+    `if USE_G:` becomes a branch in the compiled code instead of removing the dead path. The naming convention is how a
+    reader knows which values shape the compiled kernel.
+
+    Example: `def chunk_fwd_kernel(q, k, T, BT, USE_G):`.
+
+    Instead: `def chunk_fwd_kernel(q, k, T, BT: tl.constexpr, USE_G: tl.constexpr):`.
+    """
+    for source in context.sources('*.py'):
+        if source.tree is None:
+            continue
+        for function, _ in _jit_functions(source.tree):
+            arguments = function.args
+            for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+                if _COMPILE_TIME_NAME.match(parameter.arg) and not _is_constexpr(parameter.annotation):
+                    yield Violation(source.path, parameter.lineno, f'parameter `{parameter.arg}` of `{function.name}` '
+                                                                   'is named as a compile-time value but is not '
+                                                                   '`tl.constexpr`', column=parameter.col_offset)

@@ -1,0 +1,292 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""TRI001-TRI004: block pointers, int32 program id products, length specialization and constexpr parameters."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+IMPORTS = 'import triton\nimport triton.language as tl\n\n\n'
+PATH = 'fla/ops/demo/chunk.py'
+
+
+def _kernel(body: str) -> str:
+    return IMPORTS + dedent(body)
+
+
+def _line_of(text: str, fragment: str) -> int:
+    """The line number of the one line of `text` that holds `fragment`."""
+    numbers = [n for n, line in enumerate(text.splitlines(), 1) if fragment in line]
+    assert len(numbers) == 1, f'{fragment!r} is on lines {numbers}'
+    return numbers[0]
+
+
+def _where(report) -> list[tuple[str, str, int]]:
+    return [(f.rule, f.path, f.line) for f in report.findings]
+
+
+BLOCK_POINTERS = _kernel('''
+    from triton.language import advance
+
+    @triton.jit
+    def demo_fwd_kernel(q, o, T, BT: tl.constexpr):
+        p_q = tl.make_block_ptr(q, (T,), (1,), (0,), (BT,), (0,))
+        p_q = triton.language.advance(p_q, (BT,))
+        tl.store(o, tl.load(p_q))
+''')
+
+
+def test_block_pointers_are_reported_where_used(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: BLOCK_POINTERS})
+    assert _where(repo.check('TRI001')) == [
+        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'import advance')),
+        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'tl.make_block_ptr')),
+        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'triton.language.advance')),
+    ]
+
+
+def test_block_pointer_names_in_text_or_unrelated_code_are_not_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({
+        PATH: _kernel('''
+            # tl.make_block_ptr and tl.advance are not used here
+            NOTE = 'no tl.make_block_ptr or tl.advance'
+
+            @triton.jit
+            def demo_fwd_kernel(q, o, BT: tl.constexpr):
+                o_t = tl.arange(0, BT)
+                tl.store(o + o_t, tl.load(q + o_t))
+        '''),
+        'mrbot/cursor.py': 'def step(cursor):\n    cursor.advance()\n',
+    })
+    assert _where(repo.check('TRI001')) == []
+
+
+def test_block_pointer_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: BLOCK_POINTERS})
+    repo.write({PATH: BLOCK_POINTERS + '\n\nUNRELATED = 1\n'})
+    assert _where(repo.check('TRI001')) == []
+
+
+NARROW = _kernel('''
+    @triton.jit(do_not_specialize=['T'])
+    def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, K: tl.constexpr):
+        i_t, i_h = tl.program_id(0), tl.program_id(1)
+        i_k = tl.program_id(2).to(tl.int64)
+        o_row = i_t * BT + tl.arange(0, BT)
+        i_blocks = tl.minimum(i_h, H - 1)
+        p_x = x + o_row[:, None] * H + i_blocks * K + i_k * BK
+        b_x = tl.load(p_x)
+        b_o = b_x * 2.0
+        tl.store(o + tl.program_id(0) * T * H, b_o)
+''')
+
+
+def test_program_id_products_without_an_int64_cast_are_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: NARROW})
+    report = repo.check('TRI002')
+    assert _where(report) == [
+        ('TRI002', PATH, _line_of(NARROW, 'o_row = i_t * BT')),
+        ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
+        ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
+        ('TRI002', PATH, _line_of(NARROW, 'tl.store(o')),
+    ]
+    first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
+    assert [f.message for f in report.findings] == [
+        f'`i_t * BT` multiplies `i_t`, derived from `tl.program_id` on line {first}, without an int64 cast',
+        f'`o_row[:, None] * H` multiplies `o_row[:, None]`, derived from `tl.program_id` on line {first}, without an '
+        'int64 cast',
+        f'`i_blocks * K` multiplies `i_blocks`, derived from `tl.program_id` on line {first}, without an int64 cast',
+        f'`tl.program_id(0) * T` multiplies `tl.program_id(0)`, derived from `tl.program_id` on line {store}, without an '
+        'int64 cast',
+    ]
+
+
+@pytest.mark.parametrize(('body', 'product'), [
+    pytest.param('''
+        if IS_VARLEN:
+            i_n = tl.program_id(0)
+        else:
+            i_n = 0
+        o_n = i_n * T
+    ''', 'i_n * T', id='narrow-in-one-branch'),
+    pytest.param('''
+        o_n = 0
+        for i_t in range(tl.program_id(0), T):
+            o_n += i_t
+        o_n *= T
+    ''', 'o_n *= T', id='loop-variable-and-augmented-product'),
+    pytest.param('''
+        i_n = 0
+        for i_t in range(T):
+            o_n = i_n * T
+            i_n = tl.program_id(0)
+    ''', 'i_n * T', id='narrow-from-the-previous-iteration'),
+    pytest.param('''
+        i_a, (i_b, i_c) = 0, (1, tl.program_id(0))
+        o_n = (i_c + 1) * T
+    ''', '(i_c + 1) * T', id='nested-unpacking'),
+])
+def test_program_ids_followed_through_branches_loops_and_unpacking(repo, body, product):
+    text = _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, T, IS_VARLEN: tl.constexpr):
+    ''') + dedent(body).replace('\n', '\n    ').rstrip() + '\n'
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, product))]
+
+
+def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr):
+            i_t = tl.program_id(0).to(tl.int64)
+            i_h = tl.cast(tl.program_id(1), tl.int64)
+            i_n, i_v = tl.program_id(2).to(tl.int64), tl.program_id(0)
+            i_scaled = i_v.to(tl.float32) * 0.5
+            i_v = 0
+            o_row = i_t * BT + tl.arange(0, BT)
+            b_x = tl.load(x + o_row * H + i_h) * 2.0
+            mask = o_row < T
+            tl.store(o + i_n * T + i_v * BT + o_row, b_x * i_scaled, mask=mask)
+
+
+        def grid(meta):
+            return (tl.program_id(0) * 2,)
+    ''')})
+    assert _where(repo.check('TRI002')) == []
+
+
+def test_program_id_product_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: NARROW})
+    repo.write({PATH: NARROW.replace('b_o = b_x * 2.0', 'b_o = b_x * 3.0')})
+    assert _where(repo.check('TRI002')) == []
+
+
+SPECIALIZED = _kernel('''
+    @triton.autotune(configs=[triton.Config({})], key=['K'])
+    @triton.jit
+    def demo_fwd_kernel(
+        x,
+        T,
+        K: tl.constexpr,
+    ):
+        tl.store(x, T)
+''')
+
+
+def test_kernel_with_a_specialized_length_is_reported_at_t(repo):
+    repo.commit({'README.md': 'demo\n'})
+    launched = _kernel('''
+        @triton.jit(do_not_specialize=['N'])
+        def fwd(x, N, T):
+            tl.store(x, N + T)
+
+
+        def launch(x):
+            fwd[(1,)](x, 1, 2)
+    ''')
+    repo.write({PATH: SPECIALIZED, 'fla/ops/demo/launched.py': launched})
+    assert _where(repo.check('TRI003')) == [
+        ('TRI003', PATH, _line_of(SPECIALIZED, '    T,')),
+        ('TRI003', 'fla/ops/demo/launched.py', _line_of(launched, 'def fwd(x, N, T)')),
+    ]
+
+
+@pytest.mark.parametrize('decorator', [
+    "@triton.jit(do_not_specialize=['T'])",
+    "@triton.jit(do_not_specialize=('N', 'T'))",
+    '@triton.jit(do_not_specialize=[2])',
+    '@triton.jit(do_not_specialize=DO_NOT_SPECIALIZE)',
+])
+def test_length_named_in_do_not_specialize_is_not_reported(repo, decorator):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel(f'''
+        {decorator}
+        def demo_fwd_kernel(x, N, T):
+            tl.store(x, N + T)
+    ''')})
+    assert _where(repo.check('TRI003')) == []
+
+
+def test_device_helpers_taking_a_length_are_not_kernels(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit
+        def sequence_end(bos, T):
+            return bos + T
+
+
+        @triton.jit
+        def store_length(x, T):
+            tl.store(x, T)
+    ''')})
+    assert _where(repo.check('TRI003')) == []
+
+
+def test_specialized_length_is_reported_when_only_the_decorator_changes(repo):
+    repo.commit({PATH: SPECIALIZED})
+    repo.write({PATH: SPECIALIZED.replace('@triton.jit\n', "@triton.jit(do_not_specialize=['K'])\n")})
+    assert _where(repo.check('TRI003')) == [('TRI003', PATH, _line_of(SPECIALIZED, '    T,'))]
+
+
+def test_specialized_length_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: SPECIALIZED})
+    repo.write({PATH: SPECIALIZED.replace('tl.store(x, T)', 'tl.store(x, T + 1)')})
+    assert _where(repo.check('TRI003')) == []
+
+
+COMPILE_TIME = _kernel('''
+    @triton.jit
+    def demo_fwd_kernel(
+        x,
+        B,
+        T,
+        BT,
+        BLOCK_SIZE: int,
+        USE_G,
+        bt,
+        IS_VARLEN: tl.constexpr,
+        HAS_BIAS: triton.language.constexpr,
+    ):
+        tl.store(x, B + T + BT + BLOCK_SIZE + USE_G + bt)
+''')
+
+
+def test_compile_time_names_without_constexpr_are_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: COMPILE_TIME})
+    report = repo.check('TRI004')
+    assert _where(report) == [
+        ('TRI004', PATH, _line_of(COMPILE_TIME, '    BT,')),
+        ('TRI004', PATH, _line_of(COMPILE_TIME, 'BLOCK_SIZE: int')),
+        ('TRI004', PATH, _line_of(COMPILE_TIME, 'USE_G,')),
+    ]
+    assert report.findings[0].message == ('parameter `BT` of `demo_fwd_kernel` is named as a compile-time value but is '
+                                          'not `tl.constexpr`')
+
+
+def test_constexpr_parameters_and_plain_functions_are_not_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit
+        def demo_fwd_kernel(x, BT: tl.constexpr, USE_G: 'tl.constexpr', HAS_BIAS: triton.language.constexpr):
+            tl.store(x, BT + USE_G + HAS_BIAS)
+
+
+        def launch_config(BT, USE_G):
+            return {'BT': BT, 'USE_G': USE_G}
+    ''')})
+    assert _where(repo.check('TRI004')) == []
+
+
+def test_compile_time_parameter_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: COMPILE_TIME})
+    repo.write({PATH: COMPILE_TIME.replace('tl.store(x, B', 'tl.store(x, 1 + B')})
+    assert _where(repo.check('TRI004')) == []
