@@ -1,0 +1,166 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The comment rules: banners, commented-out code, TODO anchors, personal asides and trailing comments."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+PATH = 'fla/ops/demo.py'
+BODY = 'import torch\n\n\ndef scale(x):\n    return x * 2\n'
+
+
+def _findings(repo, rule_id: str, head: str, base: str = BODY) -> list[tuple[str, str, int]]:
+    """Commit the header and `base`, change the file to the header and `head`; line 3 is the first line after the header."""
+    repo.commit({PATH: repo.HEADER + base})
+    repo.write({PATH: repo.HEADER + head})
+    return [(f.rule, f.path, f.line) for f in repo.check(rule_id).findings]
+
+
+def test_banner_comment_is_reported(repo):
+    assert _findings(repo, 'CMT001', BODY + '\n\n# ==== Backward ====\ndef grad(x):\n    return 2\n') == [
+        ('CMT001', PATH, 10)]
+
+
+def test_banner_block_is_one_finding_at_its_first_banner(repo):
+    head = '##########\n# Kernels\n##########\n' + BODY
+    assert _findings(repo, 'CMT001', head) == [('CMT001', PATH, 3)]
+
+
+@pytest.mark.parametrize('comment', ['# the backward pass recomputes the states', '# -*- coding: utf-8 -*-', '# [BT, BK]',
+                                     '# a -> b'])
+def test_plain_comments_are_not_banners(repo, comment):
+    assert _findings(repo, 'CMT001', f'{comment}\n{BODY}') == []
+
+
+def test_banner_inside_a_string_is_not_a_comment(repo):
+    assert _findings(repo, 'CMT001', BODY + "RULE = '# ==========='\n") == []
+
+
+def test_banner_in_markdown_is_not_checked(repo):
+    repo.commit({'README.md': 'x\n'})
+    repo.write({'README.md': 'x\n##########\n'})
+    assert repo.check('CMT001').findings == ()
+
+
+def test_banner_already_in_the_base_is_not_reported(repo):
+    base = '# ---------- helpers ----------\n' + BODY
+    assert _findings(repo, 'CMT001', base + 'SIZE = 4\n', base) == []
+
+
+@pytest.mark.parametrize('comment', ['# x = compute(y)', '# print(o.shape)', '# import triton', '# return o',
+                                     '# if x:', '# for i in range(3):', '# def f():', '# @triton.jit',
+                                     '# b_h *= tl.exp(b_g)', '# BT: tl.constexpr = 64'])
+def test_commented_out_code_is_reported(repo, comment):
+    assert _findings(repo, 'CMT002', f'{comment}\n{BODY}') == [('CMT002', PATH, 3)]
+
+
+def test_commented_out_block_is_one_finding_at_its_first_line(repo):
+    head = BODY + '# for i in range(3):\n#     total += i\n#     o = torch.cat(\n#         [o, x])\n'
+    assert _findings(repo, 'CMT002', head) == [('CMT002', PATH, 8)]
+
+
+def test_line_added_inside_an_old_commented_out_block_reports_the_block(repo):
+    base = BODY + '# a = 1\n# b = 2\n'
+    assert _findings(repo, 'CMT002', BODY + '# a = 1\n# c = 3\n# b = 2\n', base) == [('CMT002', PATH, 8)]
+
+
+@pytest.mark.parametrize('comment', ['# [BT, BK]', '# v: [B, T, H, V]', '# scale', '# the state is kept in float32',
+                                     '# noqa: E402', '# type: ignore', '# mrbot: ignore[CMT001]',
+                                     '# pylint: disable=unused-import', '# https://github.com/fla-org/fla/issues/1',
+                                     '# Faster (bf16) than the reference', '# (B, T, H, K, V)', '# Example:',
+                                     '# if so, the last chunk is partial', '# Copyright (c) 2026, the mrbot authors.',
+                                     '# Note: a = b holds only for T > 0'])
+def test_prose_annotations_and_directives_are_not_code(repo, comment):
+    assert _findings(repo, 'CMT002', f'{comment}\n{BODY}') == []
+
+
+def test_commented_out_code_with_a_bad_escape_prints_no_warning(repo):
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert _findings(repo, 'CMT002', "# pattern = re.compile('\\d+')\n" + BODY) == [('CMT002', PATH, 3)]
+
+
+def test_documented_alternative_is_allowed(repo):
+    head = BODY + '# Alternative for GPUs with less shared memory:\n# BT = 32\n# BK = 32\nBT = 64\n'
+    assert _findings(repo, 'CMT002', head) == []
+
+
+def test_code_inside_a_string_is_not_a_comment(repo):
+    assert _findings(repo, 'CMT002', BODY + 'EXAMPLE = """\n# x = compute(y)\n"""\n') == []
+
+
+def test_commented_out_code_already_in_the_base_is_not_reported(repo):
+    base = '# x = compute(y)\n' + BODY
+    assert _findings(repo, 'CMT002', base + 'SIZE = 4\n', base) == []
+
+
+@pytest.mark.parametrize('comment', ['# TODO: remove this workaround', '# FIXME: slow for long sequences',
+                                     '# XXX this is wrong', '# TODO(jd): handle T > 64'])
+def test_todo_without_an_anchor_is_reported(repo, comment):
+    assert _findings(repo, 'CMT003', f'{comment}\n{BODY}') == [('CMT003', PATH, 3)]
+
+
+def test_trailing_todo_is_checked_too(repo):
+    assert _findings(repo, 'CMT003', BODY + 'SIZE = 4  # TODO tune\n') == [('CMT003', PATH, 8)]
+
+
+@pytest.mark.parametrize('comment', ['# TODO(#123): drop the cast', '# TODO: see https://github.com/org/repo/pull/4',
+                                     '# TODO: GH-77', '# TODO: remove after issue 12 is fixed',
+                                     '# TODO: use tl.dot once triton >= 3.7', '# TODO: drop for torch<2.9',
+                                     '# FIXME: broken since v0.6', '# TODO: drop with 3.7.1',
+                                     '# TODO: remove when the interpreter supports int64',
+                                     '# TODO: remove this workaround\n# once the varlen kernel lands'])
+def test_todo_with_an_anchor_is_accepted(repo, comment):
+    assert _findings(repo, 'CMT003', f'{comment}\n{BODY}') == []
+
+
+def test_todo_in_a_string_is_not_a_comment(repo):
+    assert _findings(repo, 'CMT003', BODY + "PLACEHOLDER = '# TODO'\n") == []
+
+
+def test_todo_already_in_the_base_is_not_reported(repo):
+    base = '# TODO: remove this workaround\n' + BODY
+    assert _findings(repo, 'CMT003', base + 'SIZE = 4\n', base) == []
+
+
+@pytest.mark.parametrize('comment', ['# JD: not sure this mask is needed', '# ABC: check with the kernel team'])
+def test_personal_aside_is_reported(repo, comment):
+    assert _findings(repo, 'CMT004', f'{comment}\n{BODY}') == [('CMT004', PATH, 3)]
+
+
+@pytest.mark.parametrize('comment', ['# NOTE: the mask covers the last chunk', '# NB: rows are keys',
+                                     '# XXX: see #12', '# E501: long line kept on purpose', '# AMD: wavefronts are 64 wide',
+                                     '# the JD: prefix is not at the start', '# Copyright (c) 2026, the mrbot authors.'])
+def test_markers_and_prose_are_not_asides(repo, comment):
+    assert _findings(repo, 'CMT004', f'{comment}\n{BODY}') == []
+
+
+def test_personal_aside_already_in_the_base_is_not_reported(repo):
+    base = '# JD: not sure\n' + BODY
+    assert _findings(repo, 'CMT004', base + 'SIZE = 4\n', base) == []
+
+
+def test_trailing_explanatory_comment_is_a_note(repo):
+    repo.commit({PATH: repo.HEADER + BODY})
+    repo.write({PATH: repo.HEADER + BODY + 'SIZE = 4  # four fits the shared memory\n'})
+    findings = repo.check('CMT005').findings
+    assert [(f.rule, f.path, f.line, f.severity) for f in findings] == [('CMT005', PATH, 8, 'note')]
+
+
+@pytest.mark.parametrize('comment', ['# [BT, BK]', '# [BT, BV] after the decay', '# float32', '# bf16, [B, T]', '# (B, T)',
+                                     '# noqa: E501', '# type: ignore[attr-defined]', '# pragma: no cover', '# fmt: skip',
+                                     '# mrbot: ignore[CMT005]', '# pylint: disable=invalid-name', '# nosec'])
+def test_annotations_and_directives_may_trail(repo, comment):
+    assert _findings(repo, 'CMT005', BODY + f'SIZE = 4  {comment}\n') == []
+
+
+def test_comment_on_its_own_line_is_not_trailing(repo):
+    assert _findings(repo, 'CMT005', BODY + '# four fits the shared memory\nSIZE = 4\n') == []
+
+
+def test_trailing_comment_already_in_the_base_is_not_reported(repo):
+    base = BODY + 'SIZE = 4  # four fits the shared memory\n'
+    assert _findings(repo, 'CMT005', base + 'WIDTH = 8\n', base) == []
