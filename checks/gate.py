@@ -1,0 +1,308 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Rules that keep the correctness gate honest: tests, references, tolerances, cases and precision stay as strict."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from checks.op_tests import file_paths, is_op_test, op_directory
+from checks.pr import is_perf_change
+from mrbot.records import Hunk
+from mrbot.rules import Context, SourceFile, Violation, last_name, rule
+
+_NUMBER = re.compile(r'(?<![\w.])(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?(?![\w.])')
+_TOLERANCE = re.compile(r'assert_close|allclose|(?<![a-z])(?:[ar]?tol(?:erances?)?|ratios?)(?![a-z])', re.IGNORECASE)
+_TOLERANCE_CALLS = frozenset({'assert_close', 'allclose', 'isclose'})
+_SKIP = re.compile(r'pytest\.(?:mark\.(?:skipif|skip|xfail)\b|(?:skip|xfail|importorskip)\()')
+_DTYPE = re.compile(r'\b(?:(?:tl|torch)\.)?(?:float32|float16|bfloat16|fp32|fp16|bf16)\b|\btorch\.(?:float|half)\b')
+_WIDE_DTYPES = ('float32', 'fp32', 'torch.float')
+_LOOSE_MATMUL_PRECISIONS = frozenset({'high', 'medium'})
+_LABEL_LENGTH = 60
+_LISTED_CASES = 5
+
+
+def _target_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ''
+
+
+def _pairs(hunk: Hunk, key: Callable[[str], str]) -> Iterator[tuple[int, str, str]]:
+    """`(head line, removed text, added text)` for added lines of `hunk` whose `key` equals that of a removed line."""
+    unmatched = list(hunk.old_lines)
+    for offset, added in enumerate(hunk.new_lines):
+        wanted = key(added)
+        removed = next((old for old in unmatched if key(old) == wanted), None)
+        if removed is not None:
+            unmatched.remove(removed)
+            yield hunk.new_start + offset, removed, added
+
+
+def _without_numbers(line: str) -> str:
+    return ' '.join(_NUMBER.sub('#', line).split())
+
+
+def _without_dtypes(line: str) -> str:
+    return ' '.join(_DTYPE.sub('<dtype>', line).split())
+
+
+def _number(text: str) -> float:
+    return float(text.replace('_', ''))
+
+
+def _holds_tolerance(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(_TOLERANCE.search(_target_name(target)) for target in targets)
+    if isinstance(node, ast.Call):
+        return last_name(node.func) in _TOLERANCE_CALLS
+    return isinstance(node, ast.keyword) and bool(node.arg) and bool(_TOLERANCE.search(node.arg))
+
+
+def _tolerance_lines(tree: ast.Module | None) -> set[int]:
+    """Lines of tolerance assignments, comparison calls and tolerance keywords, which may hold a number on their own."""
+    nodes = ast.walk(tree) if tree is not None else ()
+    return {line for node in nodes if _holds_tolerance(node) for line in range(node.lineno, node.end_lineno + 1)}
+
+
+@dataclass(frozen=True)
+class _Parametrization:
+    """The cases one `parametrize` sees from one place: a module-level list, or the list written in the decorator."""
+
+    key: tuple[str, ...]
+    names: tuple[str, ...]
+    line: int
+    cases: dict[str, str]
+
+
+def _argument_names(node: ast.expr | None) -> tuple[str, ...]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return tuple(name.strip() for name in node.value.split(',') if name.strip())
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else ast.unparse(e)
+                     for e in node.elts)
+    return (ast.unparse(node),) if node is not None else ()
+
+
+def _case(element: ast.expr) -> tuple[str, str]:
+    """`(identity, label)` of one case: its `id=` when it is a `pytest.param` with a literal id, else its source text."""
+    if isinstance(element, ast.Call) and last_name(element.func) == 'param':
+        for keyword in element.keywords:
+            if keyword.arg == 'id' and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+                return f'id:{keyword.value.value}', repr(keyword.value.value)
+    text = ast.unparse(element)
+    label = text if len(text) <= _LABEL_LENGTH else text[:_LABEL_LENGTH - 3] + '...'
+    return f'text:{text}', label
+
+
+def _summands(node: ast.expr) -> Iterator[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from _summands(node.left)
+        yield from _summands(node.right)
+    else:
+        yield node
+
+
+def _parametrizations(tree: ast.Module | None) -> dict[tuple[str, ...], _Parametrization]:
+    """Every parametrization of the module's tests, keyed by `('list', name)` or `('test', qualified name, *names)`."""
+    if tree is None:
+        return {}
+    lists: dict[str, ast.Assign | ast.AnnAssign] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.List, ast.Tuple)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            lists.update({target.id: node for target in targets if isinstance(target, ast.Name)})
+    found: dict[tuple[str, ...], _Parametrization] = {}
+
+    def collect(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for decorator in node.decorator_list:
+                if not (isinstance(decorator, ast.Call) and last_name(decorator.func) == 'parametrize'):
+                    continue
+                arguments = {k.arg: k.value for k in decorator.keywords}
+                names = _argument_names(decorator.args[0] if decorator.args else arguments.get('argnames'))
+                values = decorator.args[1] if len(decorator.args) > 1 else arguments.get('argvalues')
+                inline = []
+                for part in _summands(values) if values is not None else ():
+                    if isinstance(part, ast.Name) and part.id in lists:
+                        assignment = lists[part.id]
+                        found.setdefault(('list', part.id), _Parametrization(
+                            ('list', part.id), names, assignment.lineno, dict(map(_case, assignment.value.elts))))
+                    elif isinstance(part, (ast.List, ast.Tuple)):
+                        inline.extend(part.elts)
+                if inline:
+                    key = ('test', prefix + node.name, *names)
+                    found[key] = _Parametrization(key, names, decorator.lineno, dict(map(_case, inline)))
+            if isinstance(node, ast.ClassDef):
+                collect(node.body, f'{prefix}{node.name}.')
+
+    collect(tree.body, '')
+    return found
+
+
+def _removed_cases(source: SourceFile) -> Iterator[Violation]:
+    head = _parametrizations(source.tree)
+    for key, old in _parametrizations(source.base_tree).items():
+        same = [head[key]] if key in head else [p for p in head.values() if p.names == old.names]
+        present = {identity for p in same for identity in p.cases}
+        missing = [label for identity, label in old.cases.items() if identity not in present]
+        if not missing:
+            continue
+        where = f'list {key[1]}' if key[0] == 'list' else key[1]
+        listed = ', '.join(missing[:_LISTED_CASES]) + (f' and {len(missing) - _LISTED_CASES} more'
+                                                       if len(missing) > _LISTED_CASES else '')
+        noun = 'case' if len(missing) == 1 else 'cases'
+        yield Violation(source.path, min((p.line for p in same), default=0),
+                        f'parametrized {noun} {listed} of {where} removed')
+
+
+def _tf32_lines(source: SourceFile, in_test: bool) -> Iterator[tuple[int, str]]:
+    """`(line, what)` for each place the module turns TF32 on."""
+    for node in ast.walk(source.tree) if source.tree is not None else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                name = _target_name(target)
+                if name == 'allow_tf32' and node.value.value is True:
+                    yield node.lineno, f'{ast.unparse(target)} = True'
+                elif name == 'fp32_precision' and node.value.value == 'tf32':
+                    yield node.lineno, f"{ast.unparse(target)} = 'tf32'"
+        elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Constant):
+            if node.arg == 'allow_tf32' and node.value.value is True:
+                yield node.lineno, 'allow_tf32=True'
+            elif node.arg == 'input_precision' and node.value.value == 'tf32':
+                yield node.lineno, "input_precision='tf32'"
+        elif isinstance(node, ast.Call) and last_name(node.func) == 'set_float32_matmul_precision':
+            precision = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == 'precision'), None)
+            if isinstance(precision, ast.Constant) and precision.value in _LOOSE_MATMUL_PRECISIONS:
+                yield node.lineno, f'set_float32_matmul_precision({precision.value!r})'
+        elif in_test and isinstance(node, ast.Constant) and node.value == 'tf32':
+            yield node.lineno, "'tf32'"
+
+
+@rule('GATE001', 'Performance change edits its correctness gate', 'error',
+      "revert the edits to the op's tests and naive.py; change the gate in a separate PR first", scope='file')
+def frozen_gate(context: Context) -> Iterator[Violation]:
+    """Checks that a performance change leaves the test file and the `naive.py` of every op it touches unmodified.
+
+    A speedup counts only on a green gate that is the same before and after: the op's tests and its reference decide
+    what correct means, and a change that edits them while making the kernel faster can pass by moving the goalposts.
+    A performance change is one whose title tag is in `perf-tags` (e.g. `[Perf]`) or that runs with `--perf`.
+
+    Example: `[Perf] Fuse the state update` changing `fla/ops/simple_gla/chunk.py` and `tests/ops/test_simple_gla.py`.
+
+    Instead: change only the kernel; land test or reference changes in their own PR before the performance work.
+    """
+    if not is_perf_change(context):
+        return
+    change, config = context.change, context.config
+    gate: dict[str, str] = {}
+    for directory in {op_directory(path, config) for file in change.files for path in file_paths(file)} - {None}:
+        op = directory.rstrip('/').rsplit('/', 1)[-1]
+        gate[f'{directory}naive.py'] = op
+        gate.update({f"{root.rstrip('/')}/ops/test_{op}.py": op for root in config.test_roots})
+    for file in change.files:
+        frozen = next((path for path in file_paths(file) if path in gate), None)
+        if frozen is not None and file.status != 'added':
+            yield Violation(file.path, 0, f'{frozen} is {file.status}: a performance change must leave its gate frozen '
+                                          f'(the tests and naive.py of {gate[frozen]})')
+
+
+@rule('GATE002', 'Test tolerance loosened', 'error',
+      'keep the tolerance and fix the numbers, or raise it in a separate PR that explains why', scope='lines')
+def loosened_tolerance(context: Context) -> Iterator[Violation]:
+    """Checks that no number in a tolerance (`assert_close` ratio, `atol`, `rtol`, a `TOLERANCE` table) grows in a test.
+
+    A looser tolerance makes every kernel pass that was wrong by less than the new bound, and it hides the change in a
+    one-character diff. A removed and an added line of the same hunk that differ only in their numbers, on a line that
+    mentions a tolerance or lies inside a tolerance assignment or comparison call, must not increase any number.
+
+    Example: `torch.float32: {'default': 2e-3, 'dg': 2e-3},` becoming `torch.float32: {'default': 5e-3, 'dg': 2e-3},`
+    in the `TOLERANCE` table.
+
+    Instead: keep `2e-3` and find why the kernel drifted; a deliberate change of precision needs its own PR and reason.
+    """
+    for source in context.sources('*.py'):
+        if not context.config.is_test(source.path):
+            continue
+        tolerance_lines = _tolerance_lines(source.tree)
+        for hunk in source.file.hunks:
+            for line, removed, added in _pairs(hunk, _without_numbers):
+                if line not in tolerance_lines and not _TOLERANCE.search(added):
+                    continue
+                numbers = zip(_NUMBER.findall(removed), _NUMBER.findall(added), strict=False)
+                grown = [f'{old} to {new}' for old, new in numbers if _number(new) > _number(old)]
+                if grown:
+                    yield Violation(source.path, line, f"tolerance loosened from {', '.join(grown)}")
+
+
+@rule('GATE003', 'Test case removed or skipped', 'error',
+      'restore the case or the unconditional run; a case that cannot pass is a bug to fix, not to skip', scope='file')
+def kept_cases(context: Context) -> Iterator[Violation]:
+    """Checks that a change to a test under `<test root>/ops/` removes no parametrized case and adds no skip or xfail.
+
+    Dropping the shape that fails, or skipping it, turns a red gate green without fixing anything. A case is compared
+    by its `pytest.param` id, else by its source text, per module-level case list and per decorator; added lines with
+    `pytest.mark.skip`, `skipif`, `xfail`, `pytest.skip(`, `pytest.xfail(` or `pytest.importorskip(` are reported where
+    the file now has more of them than before. New test files are not checked for skips.
+
+    Example: deleting `pytest.param(1, 13, 1, 16, 16, ..., id='T13-shorter-than-chunk')` from `DENSE_CASES`, or adding
+    `@pytest.mark.skip(reason='flaky')` above `test_varlen`.
+
+    Instead: keep every case and fix the kernel; for a shape too large for the interpreter, add a new case with
+    `marks=LARGE` instead of skipping an old one.
+    """
+    for source in context.sources('*.py'):
+        if not is_op_test(source.path, context.config) or source.file.base_text is None:
+            continue
+        yield from _removed_cases(source)
+        before = Counter(_SKIP.findall(source.file.base_text))
+        after = Counter(_SKIP.findall(source.text))
+        for line in sorted(source.added):
+            for skip in dict.fromkeys(_SKIP.findall(source.line(line))):
+                if after[skip] > before[skip]:
+                    yield Violation(source.path, line, f'{skip.rstrip("(")} added: the case no longer runs in the gate')
+
+
+@rule('GATE004', 'Numeric precision relaxed', 'error',
+      'keep float32 accumulation and IEEE float32 matmuls; change precision only in a separate PR with its reason',
+      scope='lines')
+def relaxed_precision(context: Context) -> Iterator[Violation]:
+    """Checks that no added line turns TF32 on or narrows a float32 accumulator to float16 or bfloat16.
+
+    TF32 keeps 10 mantissa bits and half-precision accumulators lose sums; either makes a kernel faster and less
+    accurate, and on one side of a comparison it also moves the reference. The TF32 checks cover `allow_tf32 = True`,
+    `allow_tf32=True`, `fp32_precision = 'tf32'`, `input_precision='tf32'` and `set_float32_matmul_precision('high')`
+    everywhere under source and test roots, and a bare `'tf32'` string in tests. A narrowed accumulator is a removed and
+    an added line of one hunk that differ only in dtypes, with a float32 turned into a 16-bit type.
+
+    Example: `b_h = tl.zeros([BK, BV], dtype=tl.float32)` becoming `b_h = tl.zeros([BK, BV], dtype=tl.bfloat16)`, or
+    `torch.backends.cuda.matmul.allow_tf32 = True` in a test.
+
+    Instead: accumulate in `tl.float32` and cast once on store; let precision follow
+    `torch.get_float32_matmul_precision()` as the library does.
+    """
+    config = context.config
+    for source in context.sources('*.py'):
+        in_test = config.is_test(source.path)
+        if not (in_test or config.is_source(source.path)):
+            continue
+        # a keyword and its string constant both match on one line; report the line once
+        tf32: dict[int, str] = {}
+        for line, what in _tf32_lines(source, in_test):
+            tf32.setdefault(line, what)
+        for line, what in tf32.items():
+            yield Violation(source.path, line, f'{what} turns TF32 on')
+        for hunk in source.file.hunks:
+            for line, removed, added in _pairs(hunk, _without_dtypes):
+                dtypes = zip(_DTYPE.findall(removed), _DTYPE.findall(added), strict=False)
+                narrowed = [f'{old} to {new}' for old, new in dtypes
+                            if old.endswith(_WIDE_DTYPES) and not new.endswith(_WIDE_DTYPES)]
+                if narrowed:
+                    yield Violation(source.path, line, f"precision narrowed from {', '.join(narrowed)}")

@@ -1,0 +1,114 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""TST001-TST003: tests change with ops, naive references stay pure PyTorch, op tests compare gradients."""
+
+from __future__ import annotations
+
+KERNEL = 'import triton\n\n\ndef chunk_op(x):\n    return x\n'
+NAIVE = 'import torch\n\n\ndef naive_op(x):\n    return torch.cumsum(x, 0)\n'
+FORWARD_ONLY_TEST = """from fla.utils import assert_close
+
+
+def test_chunk():
+    x = make()
+    assert_close('o', naive_op(x), chunk_op(x), 1e-3)
+"""
+SIMPLE_GLA = {
+    'fla/ops/simple_gla/__init__.py': 'from .chunk import chunk_op\n',
+    'fla/ops/simple_gla/chunk.py': KERNEL,
+    'fla/ops/simple_gla/naive.py': NAIVE,
+    'fla/ops/common/program.py': 'x = 1\n',
+    'fla/modules/conv.py': 'x = 1\n',
+    'tests/ops/test_simple_gla.py': 'def test_chunk():\n    pass\n',
+}
+
+
+def _where(report):
+    return [(f.rule, f.severity, f.path, f.line) for f in report.findings]
+
+
+def test_op_change_without_a_test_change_is_a_warning(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/simple_gla/chunk.py': KERNEL + 'BT = 64\n'})
+    assert _where(repo.check('TST001')) == [('TST001', 'warning', 'fla/ops/simple_gla/', 0)]
+
+
+def test_module_change_without_a_test_change_is_a_warning(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/modules/conv.py': 'x = 2\n'})
+    assert _where(repo.check('TST001')) == [('TST001', 'warning', 'fla/modules/', 0)]
+
+
+def test_new_op_without_tests_is_an_error(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/kda/__init__.py': '', 'fla/ops/kda/chunk.py': KERNEL, 'fla/ops/kda/naive.py': NAIVE})
+    report = repo.check('TST001')
+    assert _where(report) == [('TST001', 'error', 'fla/ops/kda/', 0)]
+    assert report.findings[0].message == 'new op fla/ops/kda/ comes without tests; add tests/ops/test_kda.py'
+
+
+def test_kernel_file_added_to_an_existing_op_is_not_a_new_op(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/simple_gla/parallel.py': KERNEL})
+    assert _where(repo.check('TST001', 'TST002')) == [('TST001', 'warning', 'fla/ops/simple_gla/', 0)]
+
+
+def test_op_change_with_a_test_change_shared_code_and_docs_are_fine(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/simple_gla/chunk.py': KERNEL + 'BT = 64\n',
+                'tests/ops/test_simple_gla.py': 'def test_chunk():\n    assert True\n'})
+    assert repo.check('TST001').findings == ()
+    repo.commit({})
+    repo.write({'fla/ops/common/program.py': 'x = 2\n', 'fla/ops/simple_gla/README.md': '# Simple GLA\n'})
+    assert repo.check('TST001').findings == ()
+
+
+def test_new_op_without_naive_reference(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/kda/__init__.py': '', 'fla/ops/kda/chunk.py': KERNEL})
+    report = repo.check('TST002')
+    assert _where(report) == [('TST002', 'error', 'fla/ops/kda/', 0)]
+    assert report.findings[0].message == 'new op fla/ops/kda/ has no naive.py reference'
+
+
+def test_new_op_with_pure_naive_reference_is_fine(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/kda/__init__.py': '', 'fla/ops/kda/chunk.py': KERNEL, 'fla/ops/kda/naive.py': NAIVE})
+    assert repo.check('TST002').findings == ()
+
+
+def test_triton_import_added_to_a_naive_reference(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'fla/ops/simple_gla/naive.py': 'import torch\nfrom triton import language as tl\n' + NAIVE.split('\n', 1)[1]})
+    report = repo.check('TST002')
+    assert _where(report) == [('TST002', 'error', 'fla/ops/simple_gla/naive.py', 2)]
+    assert report.findings[0].message == 'naive.py imports triton; the reference must be pure PyTorch'
+
+
+def test_triton_import_already_in_the_base_is_not_reported(repo):
+    repo.commit({**SIMPLE_GLA, 'fla/ops/simple_gla/naive.py': 'import triton.language as tl\n' + NAIVE})
+    repo.write({'fla/ops/simple_gla/naive.py': 'import triton.language as tl\n' + NAIVE + '\nSCALE = 1.0\n'})
+    assert repo.check('TST002').findings == ()
+
+
+def test_forward_only_op_test(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'tests/ops/test_kda.py': FORWARD_ONLY_TEST})
+    report = repo.check('TST003')
+    assert _where(report) == [('TST003', 'warning', 'tests/ops/test_kda.py', 6)]
+    assert report.findings[0].message == 'assert_close compares outputs, but no gradient is checked anywhere in this file'
+
+
+def test_op_test_that_compares_gradients_is_fine(repo):
+    repo.commit(SIMPLE_GLA)
+    backward = FORWARD_ONLY_TEST + "    chunk_op(x).sum().backward()\n    assert_close('dx', ref_dx, x.grad, 1e-3)\n"
+    autograd = FORWARD_ONLY_TEST.replace('from fla.utils import assert_close', 'import torch') \
+        .replace('assert_close(', 'torch.testing.assert_close(') + '    torch.autograd.grad(chunk_op(x).sum(), x)\n'
+    repo.write({'tests/ops/test_kda.py': backward, 'tests/ops/test_gla.py': autograd})
+    assert repo.check('TST003').findings == ()
+
+
+def test_forward_comparisons_outside_op_test_modules_are_not_checked(repo):
+    repo.commit(SIMPLE_GLA)
+    repo.write({'tests/ops/helpers.py': FORWARD_ONLY_TEST, 'tests/mrbot/test_kda.py': FORWARD_ONLY_TEST})
+    assert repo.check('TST003').findings == ()
