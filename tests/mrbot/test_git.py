@@ -1,0 +1,90 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The ChangeSet read from git: statuses, added lines, unreadable files, commits, title and base defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrbot import git
+from mrbot.records import MrbotError
+
+
+def _change(repo, base='HEAD', head=None, **kwargs):
+    return git.changeset(repo.root, git.resolve(repo.root, base), git.resolve(repo.root, head) if head else None, **kwargs)
+
+
+def test_statuses_and_added_lines_of_a_committed_change(repo):
+    base = repo.commit({'keep.py': 'a\nb\nc\n', 'gone.py': 'x\n', 'old_name.py': 'one\ntwo\nthree\nfour\n'})
+    repo.git('mv', 'old_name.py', 'new_name.py')
+    head = repo.commit({'keep.py': 'a\nB\nc\nd\n', 'gone.py': None, 'fresh.py': 'new\n',
+                        'new_name.py': 'one\ntwo\nthree\n4\n'})
+    change = _change(repo, base, head)
+    files = {f.path: f for f in change.files}
+    assert files['keep.py'].status == 'modified' and files['keep.py'].added_lines == {2, 4}
+    assert files['gone.py'].status == 'deleted' and files['gone.py'].text is None
+    assert files['fresh.py'].status == 'added' and files['fresh.py'].added_lines == {1}
+    renamed = files['new_name.py']
+    assert (renamed.status, renamed.old_path, renamed.added_lines) == ('renamed', 'old_name.py', {4})
+    assert renamed.base_text == 'one\ntwo\nthree\nfour\n'
+    assert files['keep.py'].hunks[0].old_lines == ('b',) and files['keep.py'].hunks[0].new_lines == ('B',)
+
+
+def test_working_tree_counts_uncommitted_and_untracked_files(repo):
+    repo.commit({'a.py': 'x = 1\n', '.gitignore': 'ignored.py\n'})
+    repo.write({'a.py': 'x = 1\ny = 2\n', 'untracked.py': 'z = 3\nw = 4\n', 'ignored.py': 'no\n'})
+    change = _change(repo)
+    files = {f.path: f for f in change.files}
+    assert change.head is None
+    assert files['a.py'].added_lines == {2}
+    assert files['untracked.py'].status == 'added' and files['untracked.py'].added_lines == {1, 2}
+    assert 'ignored.py' not in files
+
+
+def test_unreadable_files_are_skipped_with_a_note(repo):
+    repo.commit({'README.md': 'hi\n'})
+    repo.write({'blob.bin': b'\x00\x01\x02' * 10, 'latin.py': 'caf\xe9 = 1\n'.encode('latin-1'), 'big.txt': 'y\n' * 600})
+    change = _change(repo, max_bytes=1000)
+    files = {f.path: f for f in change.files}
+    assert files['blob.bin'].binary and files['blob.bin'].text is None
+    assert files['latin.py'].text is None and files['latin.py'].skipped.endswith('not UTF-8')
+    assert files['big.txt'].text is None and 'over the 1000-byte limit' in files['big.txt'].skipped
+    assert len(change.notes) == 3
+
+
+def test_odd_file_names_keep_their_paths(repo):
+    repo.commit({'plain.py': 'a\n'})
+    repo.commit({'with space/naïve file.py': 'a\nb\n', 'tab\tname.py': 'c\n'})
+    change = _change(repo, 'HEAD~1', 'HEAD')
+    assert {f.path: f.added_lines for f in change.files} == {'with space/naïve file.py': {1, 2}, 'tab\tname.py': {1}}
+
+
+def test_commits_and_title_from_the_single_commit(repo):
+    base = repo.commit({'a.py': 'a\n'})
+    repo.commit({'a.py': 'b\n'}, '[Fix] Correct a\n\nThe body explains.')
+    change = _change(repo, base, 'HEAD')
+    assert [(c.subject, c.body) for c in change.commits] == [('[Fix] Correct a', 'The body explains.')]
+    assert (change.title, change.title_source, change.body) == ('[Fix] Correct a', 'commit', 'The body explains.')
+    repo.commit({'a.py': 'c\n'}, '[Fix] Second')
+    assert _change(repo, base, 'HEAD').title is None
+
+
+def test_default_base_is_the_merge_base_with_the_target_branch(repo):
+    fork = repo.commit({'a.py': 'a\n'})
+    repo.git('checkout', '-q', '-b', 'feature')
+    repo.commit({'a.py': 'b\n'})
+    repo.git('checkout', '-q', 'main')
+    repo.commit({'other.py': 'c\n'})
+    repo.git('checkout', '-q', 'feature')
+    assert git.default_base(repo.root, ['origin/main', 'main']) == fork
+    with pytest.raises(MrbotError, match=r'^no base: none of the target branches origin/main, trunk exists here'):
+        git.default_base(repo.root, ['origin/main', 'trunk'])
+
+
+def test_unknown_revision_and_non_repository_are_one_line_errors(repo, tmp_path_factory):
+    repo.commit({'a.py': 'a\n'})
+    with pytest.raises(MrbotError, match=r"^unknown revision 'no-such-branch': expected a branch, tag or commit"):
+        git.resolve(repo.root, 'no-such-branch')
+    outside = tmp_path_factory.mktemp('plain')
+    with pytest.raises(MrbotError, match='not inside a git repository'):
+        git.repo_root(outside)
