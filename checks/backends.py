@@ -403,9 +403,10 @@ def _rejection_reasons(verifier: ast.FunctionDef | ast.AsyncFunctionDef) -> Iter
 
 
 @rule('BKD005', 'Verifier rejection reason that no test triggers', 'warning',
-      'add a test that calls the public function with input this branch rejects and checks the reason', scope='file')
+      'add a test that calls the public function with input this branch rejects and checks the reason')
 def untested_rejection(context: Context) -> Iterator[Violation]:
-    """Checks that each rejection reason of a verifier in an added or modified backends module occurs in a test file.
+    """Checks that each rejection reason a change adds to a verifier in a backends module occurs in a test file.
+
     A reason is a string literal or f-string returned as the second item of a verdict, as in `return False, 'reason'`
     or `return (ok, None if ok else 'reason')`.
 
@@ -427,4 +428,5 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
     for source, verifier, node, text in reasons:
         if not any(text in test for test in tests):
             yield Violation(source.path, node.lineno, f'no file under {roots} contains the rejection reason {text!r} '
-                            f'of {verifier.name}', node.col_offset)
+                            f'of {verifier.name}', node.col_offset,
+                            anchors=tuple(range(node.lineno, (node.end_lineno or node.lineno) + 1)))

@@ -141,9 +141,9 @@ def naive_reference(context: Context) -> Iterator[Violation]:
 
 
 @rule('TST003', 'Op test compares outputs but no gradients', 'warning',
-      'run backward through the reference and the kernel and compare every gradient with assert_close', scope='file')
+      'run backward through the reference and the kernel and compare every gradient with assert_close')
 def gradients_compared(context: Context) -> Iterator[Violation]:
-    """Checks that an added or modified `test_*.py` under `<test root>/ops/` that compares numbers also checks a gradient.
+    """Checks that a comparison a change adds to a `test_*.py` under `<test root>/ops/` sits in a file that checks gradients.
 
     Most kernel bugs hide in the backward pass, which a forward-only comparison never runs. A file counts as checking
     gradients when it calls `.backward(`, `torch.autograd.grad(` or `gradcheck(`, or reads a `.grad` attribute
@@ -169,4 +169,5 @@ def gradients_compared(context: Context) -> Iterator[Violation]:
             if comparisons:
                 first = min(comparisons, key=lambda call: (call.lineno, call.col_offset))
                 yield Violation(source.path, first.lineno, f'{last_name(first.func)} compares outputs, but no gradient is '
-                                                           'checked anywhere in this file', column=first.col_offset)
+                                                           'checked anywhere in this file', column=first.col_offset,
+                                anchors=tuple(sorted(call.lineno for call in comparisons)))

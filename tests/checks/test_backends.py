@@ -345,3 +345,9 @@ def test_rejection_reasons_of_an_untouched_backend_are_not_reported(repo):
     repo.commit({BACKENDS: _backend(REJECTIONS)})
     repo.write({'fla/ops/foo/chunk.py': 'x = 1\n'})
     assert repo.check('BKD005').findings == ()
+
+
+def test_an_old_untested_reason_in_a_touched_backend_is_not_reported(repo):
+    repo.commit({BACKENDS: _backend(REJECTIONS)})
+    repo.write({BACKENDS: _backend(REJECTIONS) + '\nSCALE = 2\n'})
+    assert repo.check('BKD005').findings == ()

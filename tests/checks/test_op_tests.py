@@ -112,3 +112,11 @@ def test_forward_comparisons_outside_op_test_modules_are_not_checked(repo):
     repo.commit(SIMPLE_GLA)
     repo.write({'tests/ops/helpers.py': FORWARD_ONLY_TEST, 'tests/mrbot/test_kda.py': FORWARD_ONLY_TEST})
     assert repo.check('TST003').findings == ()
+
+
+def test_a_forward_only_test_file_is_reported_only_when_a_comparison_is_added(repo):
+    repo.commit({**SIMPLE_GLA, 'tests/ops/test_kda.py': FORWARD_ONLY_TEST})
+    repo.write({'tests/ops/test_kda.py': FORWARD_ONLY_TEST + '\n\nSHAPES = [(1, 64)]\n'})
+    assert repo.check('TST003').findings == ()
+    repo.write({'tests/ops/test_kda.py': FORWARD_ONLY_TEST + "    assert_close('o2', ref, tri, 1e-3)\n"})
+    assert [f.line for f in repo.check('TST003').findings] == [6]
