@@ -11,6 +11,7 @@ reports the median, min and max of the repeats.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -39,7 +40,8 @@ def _git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def _time(cwd: Path, argv: list[str], repeat: int) -> list[float]:
+def _time(cwd: Path, argv: list[str], repeat: int) -> tuple[list[float], dict]:
+    """Wall times of `repeat` runs, and the last run's report."""
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -47,7 +49,7 @@ def _time(cwd: Path, argv: list[str], repeat: int) -> list[float]:
         samples.append(time.perf_counter() - start)
         if done.returncode not in (0, 1):
             raise SystemExit(f'mrbot check failed: {done.stderr.strip()}')
-    return samples
+    return samples, json.loads(done.stdout)
 
 
 def _one_kernel_change(clone: Path) -> list[str]:
@@ -76,13 +78,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repeat', type=int, default=7)
     args = parser.parse_args()
-    print(f'{"scenario":<22} {"median s":>9} {"min s":>7} {"max s":>7}')
+    print(f'{"scenario":<22} {"files":>5} {"findings":>8} {"median s":>9} {"min s":>7} {"max s":>7}')
     for name, scenario in (('one kernel change', _one_kernel_change), ('100-file change', _hundred_file_change)):
         with tempfile.TemporaryDirectory(prefix='mrbot-speed-') as scratch:
             clone = Path(scratch) / 'repo'
             subprocess.run(['git', 'clone', '-q', '--local', str(ROOT), str(clone)], check=True)
-            samples = _time(clone, scenario(clone), args.repeat)
-        print(f'{name:<22} {statistics.median(samples):9.3f} {min(samples):7.3f} {max(samples):7.3f}')
+            argv = scenario(clone)
+            samples, report = _time(clone, argv, args.repeat)
+            revisions = [argv[argv.index(flag) + 1] for flag in ('--base', '--head') if flag in argv]
+            files = subprocess.run(['git', 'diff', '--name-only', *revisions], cwd=clone, capture_output=True, text=True,
+                                   check=True).stdout.split()
+        print(f'{name:<22} {len(files):>5} {len(report["findings"]):>8} {statistics.median(samples):9.3f} '
+              f'{min(samples):7.3f} {max(samples):7.3f}')
     return 0
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from mrbot.cli import main
 
@@ -92,3 +93,13 @@ def test_pr_title_and_body_come_from_the_github_event(repo, monkeypatch, capsys,
     monkeypatch.chdir(repo.root)
     _, report = _json(capsys, '--base', 'HEAD')
     assert {f['rule'] for f in report['findings']} == {'MR-TITLE', 'MR-BODY'}
+
+
+def test_adding_a_whole_clean_op_reports_nothing(repo, monkeypatch, capsys):
+    root = Path(__file__).resolve().parents[2]
+    repo.commit({'pyproject.toml': (root / 'pyproject.toml').read_text()})
+    op = {f'fla/ops/simple_gla_copy/{p.name}': p.read_text() for p in (root / 'fla/ops/simple_gla').iterdir() if p.is_file()}
+    repo.write({**op, 'tests/ops/test_simple_gla_copy.py': (root / 'tests/ops/test_simple_gla.py').read_text()})
+    monkeypatch.chdir(repo.root)
+    code, report = _json(capsys, '--base', 'HEAD', '--title', '[Simple GLA] Copy the op')
+    assert (code, report['findings']) == (0, [])

@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""`mrbot rules`: every rule listed and documented in the same shape, from its own docstring."""
+"""`mrbot rules`: every rule listed, documented in the same shape from its own docstring, tested, and named in CONTRIBUTING."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from mrbot.cli import main
 from mrbot.rules import all_rules
 
 RULE_TESTS = Path(__file__).resolve().parents[1] / 'checks'
+CONTRIBUTING = Path(__file__).resolve().parents[2] / 'CONTRIBUTING.md'
 
 
 def test_listing_names_every_rule_with_severity_and_title(capsys):
@@ -41,3 +42,4 @@ def test_every_rule_is_documented_and_tested(rule):
     assert paragraphs[-2].startswith('Example:') and paragraphs[-1].startswith('Instead:')
     assert rule.title and rule.hint and rule.rationale == paragraphs[-3]
     assert any(rule.id in path.read_text() for path in RULE_TESTS.glob('test_*.py')), f'{rule.id}: no test names it'
+    assert f'({rule.id}' in CONTRIBUTING.read_text(), f'{rule.id}: CONTRIBUTING.md does not name it next to its rule'
