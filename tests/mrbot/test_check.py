@@ -95,11 +95,67 @@ def test_pr_title_and_body_come_from_the_github_event(repo, monkeypatch, capsys,
     assert {f['rule'] for f in report['findings']} == {'MR-TITLE', 'MR-BODY'}
 
 
-def test_adding_a_whole_clean_op_reports_nothing(repo, monkeypatch, capsys):
+CLEAN_KERNEL = HEADER + '''"""A new op written the way CONTRIBUTING asks."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit(do_not_specialize=['T'])
+def scale_rows_fwd_kernel(x, y, T, D: tl.constexpr, BT: tl.constexpr, BD: tl.constexpr, USE_SCALE: tl.constexpr):
+    i_t = tl.program_id(0).to(tl.int64)
+    # [BT]
+    o_t = i_t * BT + tl.arange(0, BT)
+    o_d = tl.arange(0, BD)
+    m_td = (o_t[:, None] < T) & (o_d[None, :] < D)
+    # [BT, BD]
+    b_x = tl.load(x + o_t[:, None] * D + o_d[None, :], mask=m_td, other=0)
+    if USE_SCALE:
+        b_x = b_x * 2
+    tl.store(y + o_t[:, None] * D + o_d[None, :], b_x, mask=m_td)
+
+
+def scale_rows(x, use_scale=True):
+    """Copy `x` of shape `[T, D]`, doubled when asked.
+
+    Args:
+        x (torch.Tensor):
+            Rows to copy.
+        use_scale (bool, Optional):
+            Whether to double them.
+            Default: `True`.
+    """
+    y = x.new_empty(x.shape)
+    T, D = x.shape
+    scale_rows_fwd_kernel[(triton.cdiv(T, 16),)](x, y, T, D=D, BT=16, BD=triton.next_power_of_2(D), USE_SCALE=use_scale)
+    return y
+'''
+CLEAN_NAIVE = HEADER + '''"""Reference for scale_rows."""
+
+
+def naive_scale_rows(x, use_scale=True):
+    return x * 2 if use_scale else x.clone()
+'''
+CLEAN_TEST = HEADER + '''import torch
+
+from fla.ops.scale_rows.chunk import scale_rows
+from fla.ops.scale_rows.naive import naive_scale_rows
+from fla.utils import assert_close, device
+
+
+def test_chunk():
+    x = torch.randn(100, 24, device=device, requires_grad=True)
+    assert_close('y', naive_scale_rows(x), scale_rows(x), 1e-6)
+    naive_scale_rows(x).sum().backward()
+    assert x.grad is not None
+'''
+
+
+def test_adding_a_clean_op_reports_nothing(repo, monkeypatch, capsys):
     root = Path(__file__).resolve().parents[2]
     repo.commit({'pyproject.toml': (root / 'pyproject.toml').read_text()})
-    op = {f'fla/ops/simple_gla_copy/{p.name}': p.read_text() for p in (root / 'fla/ops/simple_gla').iterdir() if p.is_file()}
-    repo.write({**op, 'tests/ops/test_simple_gla_copy.py': (root / 'tests/ops/test_simple_gla.py').read_text()})
+    repo.write({'fla/ops/scale_rows/__init__.py': HEADER, 'fla/ops/scale_rows/chunk.py': CLEAN_KERNEL,
+                'fla/ops/scale_rows/naive.py': CLEAN_NAIVE, 'tests/ops/test_scale_rows.py': CLEAN_TEST})
     monkeypatch.chdir(repo.root)
-    code, report = _json(capsys, '--base', 'HEAD', '--title', '[Simple GLA] Copy the op')
+    code, report = _json(capsys, '--base', 'HEAD', '--title', '[Ops] Add scale_rows')
     assert (code, report['findings']) == (0, [])
