@@ -116,3 +116,76 @@ class CheckReport:
             'suppressed': [f.to_json() for f in self.suppressed],
             'notes': list(self.changeset.notes),
         }
+
+
+@dataclass(frozen=True)
+class SelectedTest:
+    """A test file to run and why: the chain of files from it to a changed file, the changed file last."""
+
+    test: str
+    because: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The tests a change needs. `unselected` lists changed Python files under a source root that no test reaches."""
+
+    changed: tuple[str, ...]
+    tests: tuple[SelectedTest, ...]
+    full_suite: bool = False
+    unselected: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {'schema': 1, 'selected': [{'test': t.test, 'because': list(t.because)} for t in self.tests],
+                'full_suite': self.full_suite, 'changed': list(self.changed), 'unselected': list(self.unselected)}
+
+
+@dataclass(frozen=True)
+class TestFailure:
+    """One failing test: its pytest node id and the first lines of its error."""
+
+    test: str
+    message: str
+
+
+@dataclass(frozen=True)
+class FileRun:
+    """One pytest process over one test file (and its retry of the failures, if any)."""
+
+    file: str
+    command: tuple[str, ...]
+    dispatch: str
+    duration: float
+    passed: int
+    failed: int
+    skipped: int
+    flaky: int
+    failures: tuple[TestFailure, ...] = ()
+    note: str = ''
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """The evidence of `mrbot test`: where it ran, what it ran and why, and each file's outcome."""
+
+    device: str
+    files: tuple[FileRun, ...]
+    selection: Selection | None = None
+    smoke: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(f.failed == 0 and not f.note for f in self.files)
+
+    def to_json(self) -> dict:
+        return {
+            'schema': 1,
+            'device': self.device,
+            'smoke': self.smoke,
+            'selection': self.selection.to_json() if self.selection else None,
+            'files': [{'file': f.file, 'command': list(f.command), 'dispatch': f.dispatch,
+                       'duration_s': round(f.duration, 3), 'passed': f.passed, 'failed': f.failed,
+                       'skipped': f.skipped, 'flaky': f.flaky,
+                       'failures': [{'test': x.test, 'message': x.message} for x in f.failures], 'note': f.note}
+                      for f in self.files],
+        }
