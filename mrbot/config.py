@@ -50,6 +50,14 @@ class Config:
     header_files: tuple[str, ...] = ('*.py',)
     max_file_bytes: int = 1_000_000
     max_binary_bytes: int = 512_000
+    # Changed files matching these select every test: packaging, CI, and code everything leans on.
+    full_suite_paths: tuple[str, ...] = ('pyproject.toml', 'setup.py', 'setup.cfg', 'Makefile', '.ci/*',
+                                         'requirements*.txt', 'constraints*.txt', 'conftest.py')
+    global_paths: tuple[str, ...] = ('fla/utils.py', 'fla/utils/*', 'fla/ops/common/*')
+    # Glob of data files -> the modules that read them, so a changed data file selects those modules' tests.
+    data_files: dict[str, list[str]] = field(default_factory=dict)
+    # pytest arguments run when a Python change selects no test; empty runs the full suite.
+    smoke_tests: tuple[str, ...] = ()
     # Rule id (or id prefix such as 'RUF') -> 'error', 'warning', 'note' or 'off'.
     rules: dict[str, str] = field(default_factory=dict)
     overrides: tuple[PathOverride, ...] = ()
@@ -89,6 +97,11 @@ def _convert(name: str, value: Any, default: Any) -> Any:
     where = f'[tool.mrbot] {name.replace("_", "-")}'
     if name == 'rules':
         return _check_severities(where, value)
+    if name == 'data_files':
+        if not (isinstance(value, dict) and all(isinstance(v, list) and all(isinstance(m, str) for m in v)
+                                                for v in value.values())):
+            raise MrbotError(f'{where}: expected a table of glob = ["path/of/module.py", ...], got {value!r}')
+        return {glob: list(modules) for glob, modules in value.items()}
     if name == 'overrides':
         if not isinstance(value, list):
             raise MrbotError(f'{where}: expected an array of tables [[tool.mrbot.overrides]], got {type(value).__name__}')

@@ -19,56 +19,56 @@ def _json(capsys, *argv):
 
 
 def test_clean_change_exits_zero_with_no_findings(repo, monkeypatch, capsys):
-    repo.commit({'pyproject.toml': PYPROJECT, 'fla/a.py': HEADER + 'x = 1\n'})
-    repo.write({'fla/a.py': HEADER + 'x = 1\ny = x + 1\n'})
+    repo.commit({'pyproject.toml': PYPROJECT, 'lib/a.py': HEADER + 'x = 1\n'})
+    repo.write({'lib/a.py': HEADER + 'x = 1\ny = x + 1\n'})
     monkeypatch.chdir(repo.root)
     code, report = _json(capsys, '--base', 'HEAD', '--title', '[Fix] Add y')
     assert (code, report['findings'], report['schema'], report['head']) == (0, [], 1, 'WORKTREE')
 
 
 def test_pre_existing_violations_are_not_reported(repo, monkeypatch, capsys):
-    repo.commit({'pyproject.toml': PYPROJECT, 'fla/a.py': HEADER + 'import os\n'})
-    repo.write({'fla/a.py': HEADER + 'import os\nimport sys\n'})
+    repo.commit({'pyproject.toml': PYPROJECT, 'lib/a.py': HEADER + 'import os\n'})
+    repo.write({'lib/a.py': HEADER + 'import os\nimport sys\n'})
     monkeypatch.chdir(repo.root)
     code, report = _json(capsys, '--base', 'HEAD', '--title', '[Fix] More imports')
     assert code == 1
-    assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('RUF:F401', 'fla/a.py', 4)]
+    assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('RUF:F401', 'lib/a.py', 4)]
 
 
 def test_inline_suppression_is_counted_and_listed(repo, monkeypatch, capsys):
-    repo.commit({'pyproject.toml': PYPROJECT, 'fla/a.py': HEADER})
-    repo.write({'fla/a.py': HEADER + 'import os  # mrbot: ignore[RUF:F401]\nimport re  # mrbot: ignore[RUF]\nimport sys\n'})
+    repo.commit({'pyproject.toml': PYPROJECT, 'lib/a.py': HEADER})
+    repo.write({'lib/a.py': HEADER + 'import os  # mrbot: ignore[RUF:F401]\nimport re  # mrbot: ignore[RUF]\nimport sys\n'})
     monkeypatch.chdir(repo.root)
     code, report = _json(capsys, '--base', 'HEAD', '--title', '[Fix] Imports')
     assert [f['line'] for f in report['findings']] == [5]
     assert [(f['rule'], f['line']) for f in report['suppressed']] == [('RUF:F401', 3), ('RUF:F401', 4)]
     main(['check', '--base', 'HEAD', '--title', '[Fix] Imports'])
-    assert '2 suppressed inline: RUF:F401 at fla/a.py:3, RUF:F401 at fla/a.py:4' in capsys.readouterr().out
+    assert '2 suppressed inline: RUF:F401 at lib/a.py:3, RUF:F401 at lib/a.py:4' in capsys.readouterr().out
 
 
 def test_per_path_override_turns_a_rule_off_for_matching_files(repo, monkeypatch, capsys):
     repo.commit({'pyproject.toml': PYPROJECT + '[[tool.mrbot.overrides]]\npaths = ["scripts/*"]\nrules = { RUF = "off" }\n'})
-    repo.write({'scripts/tool.py': HEADER + 'import os\n', 'fla/b.py': HEADER + 'import os\n'})
+    repo.write({'scripts/tool.py': HEADER + 'import os\n', 'lib/b.py': HEADER + 'import os\n'})
     monkeypatch.chdir(repo.root)
     _, report = _json(capsys, '--base', 'HEAD', '--title', '[Fix] Tools')
-    assert [(f['rule'], f['path']) for f in report['findings']] == [('RUF:F401', 'fla/b.py')]
+    assert [(f['rule'], f['path']) for f in report['findings']] == [('RUF:F401', 'lib/b.py')]
 
 
 def test_runs_from_a_subdirectory_with_root_relative_paths(repo, monkeypatch, capsys):
-    repo.commit({'fla/ops/x.py': HEADER})
-    repo.write({'fla/ops/x.py': 'x = 1\n'})
-    monkeypatch.chdir(repo.root / 'fla' / 'ops')
+    repo.commit({'lib/ops/x.py': HEADER})
+    repo.write({'lib/ops/x.py': 'x = 1\n'})
+    monkeypatch.chdir(repo.root / 'lib' / 'ops')
     code, report = _json(capsys, '--base', 'HEAD', '--title', '[Fix] X')
     assert code == 1
-    assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('HDR001', 'fla/ops/x.py', 1)]
+    assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('HDR001', 'lib/ops/x.py', 1)]
 
 
 def test_fix_inserts_the_header_and_the_rerun_is_clean(repo, monkeypatch, capsys):
-    repo.commit({'fla/a.py': HEADER})
-    repo.write({'fla/new.py': 'x = 1\n'})
+    repo.commit({'lib/a.py': HEADER})
+    repo.write({'lib/new.py': 'x = 1\n'})
     monkeypatch.chdir(repo.root)
     assert main(['check', '--base', 'HEAD', '--title', '[Fix] New', '--fix']) == 0
-    assert (repo.root / 'fla/new.py').read_text() == HEADER + 'x = 1\n'
+    assert (repo.root / 'lib/new.py').read_text() == HEADER + 'x = 1\n'
 
 
 def test_usage_and_repository_errors_exit_two_with_one_line(repo, monkeypatch, capsys, tmp_path_factory):

@@ -16,18 +16,18 @@ HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: M
 
 @pytest.fixture
 def report(repo):
-    repo.commit({'pyproject.toml': '[tool.ruff.lint]\nselect = ["F"]\n', 'fla/a.py': HEADER})
-    repo.write({'fla/a.py': HEADER + 'import os  # mrbot: ignore[RUF]\nimport json\n', 'fla/b.py': 'x = 1\n'})
+    repo.commit({'pyproject.toml': '[tool.ruff.lint]\nselect = ["F"]\n', 'lib/a.py': HEADER})
+    repo.write({'lib/a.py': HEADER + 'import os  # mrbot: ignore[RUF]\nimport json\n', 'lib/b.py': 'x = 1\n'})
     return repo.check(title='no tag: 100%, really')
 
 
 def test_text_shows_each_finding_with_its_source_line_caret_and_hint(report):
     text = format_report(report, 'text', all_rules())
-    assert 'fla/a.py\n' in text and '4:8  error   RUF:F401' in text
+    assert 'lib/a.py\n' in text and '4:8  error   RUF:F401' in text
     assert '        4 | import json\n' in text and '          |        ^\n' in text
     assert 'pull request\n' in text and 'MR-TITLE' in text
     assert text.rstrip().splitlines()[-1].startswith('3 errors in 2 changed files (')
-    assert '1 suppressed inline: RUF:F401 at fla/a.py:3' in text
+    assert '1 suppressed inline: RUF:F401 at lib/a.py:3' in text
 
 
 def test_json_follows_the_schema(report):
@@ -35,15 +35,15 @@ def test_json_follows_the_schema(report):
     assert data['schema'] == 1 and data['head'] == 'WORKTREE' and len(data['base']) == 40
     assert set(data['findings'][0]) == {'rule', 'severity', 'path', 'line', 'column', 'message', 'hint'}
     assert [(f['rule'], f['path'], f['line']) for f in data['findings']] == [
-        ('MR-TITLE', '', 0), ('RUF:F401', 'fla/a.py', 4), ('HDR001', 'fla/b.py', 1)]
+        ('MR-TITLE', '', 0), ('RUF:F401', 'lib/a.py', 4), ('HDR001', 'lib/b.py', 1)]
 
 
 def test_markdown_has_a_summary_a_table_and_details_per_file(report):
     markdown = format_report(report, 'markdown', all_rules())
     assert '**3 errors** in 2 changed files.' in markdown
     assert "| ❌ error | `MR-TITLE` | pull request | title 'no tag: 100%, really' is not `[Tag] Summary` |" in markdown
-    assert '<details><summary>fla/b.py (1)</summary>' in markdown
-    assert 'Suppressed inline: `RUF:F401` at fla/a.py:3.' in markdown
+    assert '<details><summary>lib/b.py (1)</summary>' in markdown
+    assert 'Suppressed inline: `RUF:F401` at lib/a.py:3.' in markdown
 
 
 def test_markdown_for_a_clean_change(repo):
@@ -67,5 +67,5 @@ def test_sarif_is_2_1_0_with_rules_and_locations(report):
 def test_github_workflow_commands_escape_their_data(report):
     lines = format_report(report, 'github', all_rules()).splitlines()
     assert lines[0].startswith("::error title=MR-TITLE::title 'no tag: 100%25, really' is not")
-    assert lines[1].startswith('::error file=fla/a.py,line=4,col=8,title=RUF%3AF401::')
+    assert lines[1].startswith('::error file=lib/a.py,line=4,col=8,title=RUF%3AF401::')
     assert lines[-1] == 'mrbot check: 3 errors'

@@ -1,0 +1,294 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Dependent-test selection: which test files can notice a change, found through the repository's import graph.
+
+Every Python file of the repository is indexed: its imports anywhere in the file (conditional and function-local
+ones included, relative ones resolved), `importlib.import_module` / `__import__` calls with literal names or literal
+package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time. A test
+file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
+chain of files that connects them is its reason. Packaging and configured global paths select the full suite, and
+data files select the tests of the modules configured to read them. Selection errs on the side of running a test:
+importing a package runs its `__init__`, so a test depends on everything that `__init__` imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import json
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mrbot.config import Config
+from mrbot.git import run_git
+from mrbot.records import MrbotError, SelectedTest, Selection
+
+CACHE_VERSION = 1
+CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
+
+
+def module_name(path: str) -> str:
+    """`fla/ops/x/chunk.py` -> `fla.ops.x.chunk`; a package's `__init__.py` names the package."""
+    parts = path[:-3].split('/')
+    if parts[-1] == '__init__':
+        parts = parts[:-1]
+    return '.'.join(parts)
+
+
+def _package(path: str) -> str:
+    """The package a module's relative imports start from."""
+    name = module_name(path)
+    return name if path.endswith('/__init__.py') else name.rpartition('.')[0]
+
+
+def _literal(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
+
+
+def parse_file(path: str, text: str) -> dict:
+    """What selection needs from one file: imports `[module, [names]]`, dynamic imports, dispatched operations."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {'imports': [], 'dynamic': [], 'dispatch': [], 'error': True}
+    imports, dynamic, dispatch = [], [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.extend([alias.name, []] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _package(path).split('.') if _package(path) else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                module = '.'.join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ''
+            imports.append([module, [alias.name for alias in node.names]])
+        elif isinstance(node, ast.Call) and node.args:
+            name, first = _called(node), node.args[0]
+            if name in ('import_module', '__import__'):
+                if _literal(first):
+                    dynamic.append(_literal(first))
+                elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
+                    # f'checks.{name}': any module of that package
+                    dynamic.append(_literal(first.values[0]))
+            elif name == 'dispatch' and _literal(first):
+                explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
+                dispatch.append([_literal(first), explicit])
+    return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch}
+
+
+def python_files(root: Path) -> list[str]:
+    """Tracked and untracked, not ignored, Python files of the repository."""
+    out = run_git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '*.py')
+    return sorted({p for p in out.decode().split('\0') if p and (root / p).is_file()})
+
+
+def load_index(root: Path) -> dict[str, dict]:
+    """Parsed facts of every Python file, re-parsing only files whose content changed since the cached index."""
+    cache_file = root / CACHE_PATH
+    try:
+        cached = json.loads(cache_file.read_text())
+        cached = cached['files'] if cached.get('version') == CACHE_VERSION else {}
+    except (OSError, ValueError, KeyError, AttributeError):
+        cached = {}
+    index, stale = {}, False
+    for path in python_files(root):
+        data = (root / path).read_bytes()
+        digest = hashlib.sha1(data).hexdigest()
+        entry = cached.get(path)
+        if entry is None or entry.get('hash') != digest:
+            entry = {'hash': digest, **parse_file(path, data.decode('utf-8', errors='replace'))}
+            stale = True
+        index[path] = entry
+    if stale or len(index) != len(cached):
+        try:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            # like .pytest_cache, the folder ignores itself, so it never shows up as a change in any repository
+            (root / CACHE_PATH.parts[0] / '.gitignore').write_text('*\n')
+            cache_file.write_text(json.dumps({'version': CACHE_VERSION, 'files': index}))
+        except OSError:
+            pass
+    return index
+
+
+@dataclass
+class Graph:
+    """Files and what each depends on; `label[(a, b)]` names what `a` imports from `b`."""
+
+    files: set[str]
+    depends: dict[str, set[str]] = field(default_factory=dict)
+    label: dict[tuple[str, str], str] = field(default_factory=dict)
+    # module name -> files importing it, including names no file defines (a deleted module's importers)
+    importers: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, source: str, target: str, label: str = '') -> None:
+        if target != source:
+            self.depends.setdefault(source, set()).add(target)
+            if label and (source, target) not in self.label:
+                self.label[(source, target)] = label
+
+
+def build_graph(index: dict[str, dict], config: Config) -> Graph:
+    by_module = {module_name(path): path for path in index}
+    graph = Graph(set(index))
+
+    def module_files(module: str) -> list[str]:
+        """The file of `module` and the `__init__.py` of each package above it, as far as they exist."""
+        parts = module.split('.')
+        return [by_module[m] for m in ('.'.join(parts[:i]) for i in range(1, len(parts) + 1)) if m in by_module]
+
+    for path, facts in index.items():
+        for module, names in facts['imports']:
+            graph.importers.setdefault(module, set()).add(path)
+            label = ','.join(names[:2]) + (',...' if len(names) > 2 else '')
+            for target in module_files(module):
+                graph.add(path, target, label if target == by_module.get(module) else '')
+            for name in names:
+                submodule = f'{module}.{name}' if module else name
+                if submodule in by_module:
+                    graph.importers.setdefault(submodule, set()).add(path)
+                    graph.add(path, by_module[submodule], name)
+        for dynamic in facts['dynamic']:
+            if dynamic.endswith('.'):
+                for module, target in by_module.items():
+                    if module.startswith(dynamic):
+                        graph.add(path, target, 'import_module')
+            for target in module_files(dynamic.rstrip('.')):
+                graph.add(path, target, 'import_module')
+        for operation, explicit in facts['dispatch']:
+            backends = explicit or f"{module_name(path).split('.')[0]}.ops.{operation}.backends"
+            for module, target in by_module.items():
+                if module == backends or module.startswith(backends + '.'):
+                    graph.add(path, target, f"dispatch('{operation}')")
+    for test in test_files_of(index, config):
+        folder = Path(test).parent
+        while True:
+            conftest = (folder / 'conftest.py').as_posix().removeprefix('./')
+            if conftest in index:
+                graph.add(test, conftest, 'conftest')
+            if folder == Path('.') or folder == folder.parent:
+                break
+            folder = folder.parent
+    return graph
+
+
+def is_test_file(path: str, config: Config) -> bool:
+    name = path.rsplit('/', 1)[-1]
+    return config.is_test(path) and name.endswith('.py') and (name.startswith('test_') or name.endswith('_test.py'))
+
+
+def test_files_of(index: Iterable[str], config: Config) -> list[str]:
+    return sorted(p for p in index if is_test_file(p, config))
+
+
+def _matches(path: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
+
+
+def _reverse(graph: Graph) -> dict[str, set[str]]:
+    dependents: dict[str, set[str]] = {}
+    for source, targets in graph.depends.items():
+        for target in targets:
+            dependents.setdefault(target, set()).add(source)
+    return dependents
+
+
+def _chains(graph: Graph, dependents: dict[str, set[str]], seeds: dict[str, str],
+            tests: set[str]) -> dict[str, tuple[str, ...]]:
+    """Shortest chain from each reachable test to a seed; `seeds` maps each seed file to a note shown after it."""
+    parent: dict[str, str | None] = dict.fromkeys(seeds)
+    queue = deque(seeds)
+    while queue:
+        node = queue.popleft()
+        for dependent in sorted(dependents.get(node, ())):
+            if dependent not in parent:
+                parent[dependent] = node
+                queue.append(dependent)
+    found = {}
+    for test in tests:
+        if test not in parent:
+            continue
+        chain, node = [], test
+        while parent[node] is not None:
+            step = parent[node]
+            label = graph.label.get((node, step))
+            note = seeds[step] if parent[step] is None else ''
+            chain.append(f"{step}{':' + label if label else ''}{note}")
+            node = step
+        found[test] = tuple(chain) if chain else (f'{test}{seeds[test]}',)
+    return found
+
+
+def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
+    """The test files that depend on the changed paths (repository-relative), each with its reason chain."""
+    changed = sorted(set(changed))
+    index = load_index(root)
+    graph = build_graph(index, config)
+    tests = set(test_files_of(index, config))
+    full_reason = next((f'{path} (full suite: {kind})' for path in changed
+                        for kind, patterns in (('packaging or CI', config.full_suite_paths),
+                                               ('global path', config.global_paths)) if _matches(path, patterns)), None)
+    if full_reason:
+        return Selection(tuple(changed), tuple(SelectedTest(t, (full_reason,)) for t in sorted(tests)), full_suite=True)
+
+    seeds_of = {path: _seeds(path, index, graph, config) for path in changed}
+    seeds = {seed: reason for path_seeds in seeds_of.values() for seed, reason in path_seeds.items()}
+    dependents = _reverse(graph)
+    chains = _chains(graph, dependents, seeds, tests)
+    selected = tuple(SelectedTest(test, chains[test]) for test in sorted(chains))
+    unselected = tuple(path for path in changed if path.endswith('.py') and config.is_source(path)
+                       and not _chains(graph, dependents, seeds_of[path], tests))
+    return Selection(tuple(changed), selected, unselected=unselected)
+
+
+def _seeds(path: str, index: dict[str, dict], graph: Graph, config: Config) -> dict[str, str]:
+    """The indexed files a changed path affects directly, each with a note on how (empty for the path itself)."""
+    seeds = {path: ''} if path in index else {}
+    if path not in index and path.endswith('.py'):
+        # deleted or not indexed: whatever imported it is affected
+        for importer in graph.importers.get(module_name(path), ()):
+            seeds[importer] = f' (imports {path})'
+    for pattern, readers in config.data_files.items():
+        if fnmatch.fnmatchcase(path, pattern):
+            seeds.update({reader: f' (reads {path})' for reader in readers if reader in index})
+    return seeds
+
+
+def expand_paths(root: Path, cwd: Path, arguments: Iterable[str]) -> list[str]:
+    """Repository-relative files for command-line paths (files or directories, relative to `cwd`)."""
+    files = []
+    for argument in arguments:
+        target = (cwd / argument).resolve()
+        try:
+            relative = target.relative_to(root.resolve())
+        except ValueError:
+            raise MrbotError(f'{argument}: outside the repository {root}') from None
+        if target.is_dir():
+            files.extend(p.relative_to(root.resolve()).as_posix() for p in sorted(target.rglob('*'))
+                         if p.is_file() and '__pycache__' not in p.parts)
+        else:
+            # a path that no longer exists still names what imported it
+            files.append(relative.as_posix())
+    return files
+
+
+def format_selection(selection: Selection, fmt: str) -> str:
+    if fmt == 'json':
+        return json.dumps(selection.to_json(), indent=2) + '\n'
+    lines = []
+    if selection.full_suite:
+        lines.append(f'full suite: {selection.tests[0].because[0] if selection.tests else "no tests found"}')
+    for test in selection.tests:
+        lines.append(test.test if selection.full_suite else f"{test.test} <- {' <- '.join(test.because)}")
+    for path in selection.unselected:
+        lines.append(f'no test reaches {path}')
+    lines.append(f'{len(selection.tests)} test files selected for {len(selection.changed)} changed files')
+    return '\n'.join(lines) + '\n'

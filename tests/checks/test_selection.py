@@ -1,0 +1,20 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""SEL001: a Python change under a source root that no test reaches is reported, never silent."""
+
+from __future__ import annotations
+
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+
+
+def test_a_module_no_test_imports_is_reported(repo):
+    repo.commit({'fla/__init__.py': HEADER, 'tests/test_a.py': HEADER + 'import fla\n'})
+    repo.write({'fla/orphan.py': HEADER + 'x = 1\n', 'docs/a.md': 'text\n', 'scripts/tool.py': HEADER})
+    assert [(f.rule, f.severity, f.path, f.message) for f in repo.check('SEL001').findings] == [
+        ('SEL001', 'warning', 'fla/orphan.py', 'no test imports this file, directly or through other modules')]
+
+
+def test_a_module_a_test_imports_is_fine(repo):
+    repo.commit({'fla/__init__.py': HEADER, 'fla/used.py': HEADER, 'tests/test_used.py': HEADER + 'import fla.used\n'})
+    repo.write({'fla/used.py': HEADER + 'x = 2\n'})
+    assert repo.check('SEL001').findings == ()

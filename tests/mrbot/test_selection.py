@@ -1,0 +1,171 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Dependent-test selection on small synthetic repositories: every kind of edge, and upstream's zero-selection cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mrbot.config import load_config
+from mrbot.records import MrbotError
+from mrbot.selection import CACHE_PATH, expand_paths, format_selection, select
+
+LIBRARY = {
+    'fla/__init__.py': '',
+    'fla/utils.py': 'device = "cpu"\n',
+    'fla/ops/__init__.py': '',
+    'fla/ops/backends/__init__.py': 'def dispatch(op, module=None):\n    return lambda f: f\n',
+    'fla/ops/utils/__init__.py': '',
+    # everything defined under conditions, as in upstream's fla/ops/utils/op.py
+    'fla/ops/utils/op.py': 'import os\nif os.environ.get("X"):\n    def exp(x):\n        return x\nelse:\n    exp = abs\n',
+    'fla/ops/utils/constant.py': 'RCP_LN2 = 1.4426950216\n',
+    'fla/ops/kda/__init__.py': 'from .chunk import chunk_kda\n\n__all__ = ["chunk_kda"]\n',
+    'fla/ops/kda/chunk.py': ('from fla.ops.backends import dispatch\nfrom ..utils.op import exp\n\n\n'
+                             '@dispatch("kda")\ndef chunk_kda(x):\n    return exp(x)\n'),
+    'fla/ops/kda/backends/__init__.py': 'from .flash import FlashBackend\n',
+    'fla/ops/kda/backends/flash.py': 'class FlashBackend:\n    def chunk_kda(self, x):\n        return x\n',
+    'fla/ops/gdn/__init__.py': '',
+    'fla/ops/gdn/chunk.py': 'def chunk_gdn(x):\n    from fla.ops.utils.constant import RCP_LN2\n    return x * RCP_LN2\n',
+    'fla/modules/__init__.py': '',
+    'fla/modules/conv/__init__.py': '',
+    'fla/modules/conv/kernels.py': 'def conv(x):\n    return x\n',
+    'fla/modules/conv/ops.py': 'from .kernels import conv\n',
+    'fla/configs/kda.json': '{"BT": 64}\n',
+    'fla/ops/gdn/tuned.py': 'import fla.ops.gdn.chunk as gdn_chunk\n',
+    'tests/conftest.py': '',
+    'tests/ops/conftest.py': '',
+    'tests/ops/test_kda.py': 'from fla.ops.kda import chunk_kda\n',
+    'tests/ops/test_gdn.py': 'def test_gdn():\n    from fla.ops.gdn.chunk import chunk_gdn\n',
+    'tests/ops/test_tuned.py': 'from fla.ops.gdn import tuned\n',
+    'tests/modules/test_conv.py': 'from fla.modules.conv.ops import conv\n',
+    'tests/models/test_plain.py': 'import json\n',
+    'tests/test_utils.py': 'from fla.utils import device\n',
+    'docs/notes.md': 'notes\n',
+}
+DATA_CONFIG = '[tool.mrbot]\nglobal-paths = []\n[tool.mrbot.data-files]\n"fla/configs/*" = ["fla/ops/kda/chunk.py"]\n'
+
+
+@pytest.fixture
+def library(repo):
+    repo.commit({**LIBRARY, 'pyproject.toml': DATA_CONFIG})
+    return repo
+
+
+def _tests(library, *changed):
+    return [t.test for t in select(library.root, load_config(library.root), changed).tests]
+
+
+def _because(library, changed, test):
+    selection = select(library.root, load_config(library.root), [changed])
+    return next(t.because for t in selection.tests if t.test == test)
+
+
+def test_an_op_change_selects_the_tests_that_import_it_through_its_package(library):
+    assert _tests(library, 'fla/ops/kda/chunk.py') == ['tests/ops/test_kda.py']
+    assert _because(library, 'fla/ops/kda/chunk.py', 'tests/ops/test_kda.py') == (
+        'fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda')
+
+
+@pytest.mark.parametrize(('changed', 'expected'), [
+    # upstream selects nothing for each of these
+    ('fla/ops/utils/op.py', ['tests/ops/test_kda.py']),
+    ('fla/ops/utils/constant.py', ['tests/ops/test_gdn.py', 'tests/ops/test_tuned.py']),
+    ('fla/ops/backends/__init__.py', ['tests/ops/test_kda.py']),
+    ('fla/ops/kda/__init__.py', ['tests/ops/test_kda.py']),
+    ('fla/modules/conv/kernels.py', ['tests/modules/test_conv.py']),
+    ('fla/ops/gdn/chunk.py', ['tests/ops/test_gdn.py', 'tests/ops/test_tuned.py']),
+])
+def test_upstreams_zero_selection_cases_select_their_tests(library, changed, expected):
+    assert _tests(library, changed) == expected
+
+
+def test_a_backend_change_selects_the_dispatched_ops_tests(library):
+    assert _tests(library, 'fla/ops/kda/backends/flash.py') == ['tests/ops/test_kda.py']
+    assert _because(library, 'fla/ops/kda/backends/flash.py', 'tests/ops/test_kda.py') == (
+        'fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda',
+        "fla/ops/kda/backends/flash.py:dispatch('kda')")
+
+
+def test_conftest_selects_every_test_below_its_folder(library):
+    assert _tests(library, 'tests/ops/conftest.py') == ['tests/ops/test_gdn.py', 'tests/ops/test_kda.py',
+                                                         'tests/ops/test_tuned.py']
+    assert len(_tests(library, 'tests/conftest.py')) == 6
+
+
+@pytest.mark.parametrize('changed', ['pyproject.toml', 'Makefile', '.ci/run', 'requirements-dev.txt'])
+def test_packaging_and_ci_select_the_full_suite(library, changed):
+    selection = select(library.root, load_config(library.root), [changed])
+    assert selection.full_suite and len(selection.tests) == 6
+    assert selection.tests[0].because == (f'{changed} (full suite: packaging or CI)',)
+
+
+def test_configured_global_paths_select_the_full_suite(repo):
+    repo.commit(LIBRARY)
+    selection = select(repo.root, load_config(repo.root), ['fla/utils.py'])
+    assert selection.full_suite and selection.tests[0].because == ('fla/utils.py (full suite: global path)',)
+
+
+def test_a_data_file_selects_the_tests_of_the_modules_reading_it(library):
+    assert _tests(library, 'fla/configs/kda.json') == ['tests/ops/test_kda.py']
+    assert _because(library, 'fla/configs/kda.json', 'tests/ops/test_kda.py')[-1] == (
+        'fla/ops/kda/chunk.py:chunk_kda (reads fla/configs/kda.json)')
+
+
+def test_a_changed_test_selects_itself_and_documentation_selects_nothing(library):
+    assert _tests(library, 'tests/models/test_plain.py') == ['tests/models/test_plain.py']
+    assert _tests(library, 'docs/notes.md') == []
+
+
+def test_a_deleted_module_selects_its_importers(library):
+    library.write({'fla/ops/utils/constant.py': None})
+    assert _tests(library, 'fla/ops/utils/constant.py') == ['tests/ops/test_gdn.py', 'tests/ops/test_tuned.py']
+
+
+def test_a_source_change_no_test_reaches_is_reported(library):
+    library.write({'fla/ops/orphan.py': 'x = 1\n'})
+    selection = select(library.root, load_config(library.root), ['fla/ops/orphan.py', 'docs/notes.md'])
+    assert (selection.tests, selection.unselected) == ((), ('fla/ops/orphan.py',))
+    assert format_selection(selection, 'text').splitlines() == [
+        'no test reaches fla/ops/orphan.py', '0 test files selected for 2 changed files']
+
+
+def test_literal_dynamic_imports_are_followed(repo):
+    repo.commit({
+        'pkg/__init__.py': '', 'pkg/plugins/__init__.py': '', 'pkg/plugins/a.py': '', 'pkg/plugins/b.py': '',
+        'pkg/loader.py': 'import importlib\n\ndef load(n):\n    return importlib.import_module(f"pkg.plugins.{n}")\n',
+        'pkg/named.py': 'import importlib\nmodule = importlib.import_module("pkg.plugins.b")\n',
+        'tests/test_loader.py': 'from pkg.loader import load\n', 'tests/test_named.py': 'import pkg.named\n',
+        'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
+    })
+    assert _tests(repo, 'pkg/plugins/a.py') == ['tests/test_loader.py']
+    assert _tests(repo, 'pkg/plugins/b.py') == ['tests/test_loader.py', 'tests/test_named.py']
+
+
+def test_directories_and_paths_relative_to_any_folder(library):
+    root = library.root
+    assert expand_paths(root, root / 'fla' / 'ops', ['kda']) == [
+        'fla/ops/kda/__init__.py', 'fla/ops/kda/backends/__init__.py', 'fla/ops/kda/backends/flash.py',
+        'fla/ops/kda/chunk.py']
+    assert expand_paths(root, root / 'tests', ['../fla/utils.py']) == ['fla/utils.py']
+    with pytest.raises(MrbotError, match=r'^\.\./\.\./elsewhere\.py: outside the repository '):
+        expand_paths(root, root / 'fla', ['../../elsewhere.py'])
+
+
+def test_the_index_is_cached_by_content_and_ignored_by_git(library):
+    config = load_config(library.root)
+    select(library.root, config, ['fla/ops/kda/chunk.py'])
+    cache = json.loads((library.root / CACHE_PATH).read_text())
+    assert cache['files']['tests/ops/test_kda.py']['imports'] == [['fla.ops.kda', ['chunk_kda']]]
+    assert library.git('status', '--porcelain') == ''
+    # a changed file is re-parsed: the new import is seen through the cache
+    library.write({'tests/ops/test_gdn.py': 'from fla.ops.kda.chunk import chunk_kda\n'})
+    assert _tests(library, 'fla/ops/kda/chunk.py') == ['tests/ops/test_gdn.py', 'tests/ops/test_kda.py']
+
+
+def test_json_lists_each_test_with_its_chain(library):
+    data = json.loads(format_selection(select(library.root, load_config(library.root), ['fla/ops/kda/chunk.py']), 'json'))
+    assert data == {'schema': 1, 'full_suite': False, 'changed': ['fla/ops/kda/chunk.py'], 'unselected': [],
+                    'selected': [{'test': 'tests/ops/test_kda.py',
+                                  'because': ['fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda']}]}
