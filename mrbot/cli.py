@@ -11,7 +11,7 @@ import sys
 from mrbot.records import MrbotError
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used (`demo` pulls in torch).
-COMMANDS = {'check': 'mrbot.check', 'rules': 'mrbot.rules', 'demo': 'mrbot.demo'}
+COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'rules': 'mrbot.rules', 'demo': 'mrbot.demo'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     check = commands.add_parser('check', help="check a change against the repository's contribution rules")
     importlib.import_module('mrbot.check').add_arguments(check)
+    test = commands.add_parser('test', help='select the tests a change needs and run them, or list them')
+    importlib.import_module('mrbot.testing').add_arguments(test)
     rules = commands.add_parser('rules', help='list the rules, or print the documentation of one')
     rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
     commands.add_parser('demo', help='show what mrbot does and run a kernel of the fla library here')

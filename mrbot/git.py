@@ -97,6 +97,16 @@ def untracked(root: Path) -> list[str]:
     return [p for p in run_git(root, 'ls-files', '--others', '--exclude-standard', '-z').decode().split('\0') if p]
 
 
+def changed_paths(root: Path, base: str, head: str | None) -> list[str]:
+    """Every path the diff touches: new, modified, deleted, both sides of a rename, and untracked files for the tree."""
+    paths = set()
+    for _, old, path in name_status(root, base, head):
+        paths.update(p for p in (old, path) if p)
+    if head is None:
+        paths.update(untracked(root))
+    return sorted(paths)
+
+
 def _unquote(path: str) -> str:
     if not path.startswith('"'):
         return path

@@ -15,6 +15,12 @@ from fla.ops.backends import DISABLE_ENV_VAR, BackendContractError, dispatch
 _unique = itertools.count()
 
 
+@pytest.fixture(autouse=True)
+def dispatch_enabled(monkeypatch):
+    """These tests are about dispatch itself, so it is on unless a test turns it off."""
+    monkeypatch.delenv(DISABLE_ENV_VAR, raising=False)
+
+
 @pytest.fixture
 def make_op(tmp_path, monkeypatch):
     """Write a backends module with the given body and return a dispatched `scale(x, factor=2)` that uses it."""

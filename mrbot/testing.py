@@ -1,0 +1,348 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot test`: the tests a change needs, run with pytest one process per file, results read from JUnit XML."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from mrbot import git
+from mrbot.config import Config, load_config
+from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun
+from mrbot.selection import expand_paths, format_selection, python_files, select, test_files_of
+
+# The value of FLA_DISABLE_BACKEND_DISPATCH for each dispatch mode; None leaves the inherited environment alone.
+_DISPATCH = {'off': '1', 'on': '0', 'default': None}
+_DISPATCH_VARIABLE = 'FLA_DISABLE_BACKEND_DISPATCH'
+_MESSAGE_LINES = 5
+# pytest's exit codes for "some tests failed" and "no tests were collected".
+_TESTS_FAILED = 1
+_NO_TESTS = 5
+# How long a timed-out pytest gets after SIGINT to write its results and report where it hung before it is killed.
+_INTERRUPT_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One testcase of a JUnit XML file: its node id and outcome ('passed', 'failed' or 'skipped')."""
+
+    test: str
+    outcome: str
+    message: str = ''
+
+
+@dataclass(frozen=True)
+class _Process:
+    """One finished pytest process: its exit code (None when it timed out), its testcases and the tail of its output."""
+
+    returncode: int | None
+    cases: tuple[_Case, ...] | None
+    tail: str
+
+
+def _gpu() -> tuple[str, tuple[int, int]] | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0)
+
+
+def device_label() -> str:
+    """Where the kernels of a test run execute: 'compiled on NVIDIA H200 (sm_90)' or 'Triton interpreter (CPU)'."""
+    gpu = _gpu()
+    if gpu is None:
+        return 'Triton interpreter (CPU)'
+    name, (major, minor) = gpu
+    return f'compiled on {name} (sm_{major}{minor})'
+
+
+def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
+    if dispatch not in _DISPATCH:
+        raise MrbotError(f"unknown dispatch mode '{dispatch}': expected one of {', '.join(_DISPATCH)}")
+    env = dict(os.environ)
+    if interpret:
+        env['TRITON_INTERPRET'] = '1'
+    if _DISPATCH[dispatch] is not None:
+        env[_DISPATCH_VARIABLE] = _DISPATCH[dispatch]
+    return env
+
+
+def _pytest_command(targets: list[str]) -> list[str]:
+    return [sys.executable, '-m', 'pytest', *targets, '-q', '-p', 'no:cacheprovider']
+
+
+def _node_id(file: str, classname: str, name: str) -> str:
+    """The pytest node id of a testcase; its classname is the dotted module path followed by any classes."""
+    if not classname:
+        # A collection error is reported for the module itself.
+        return file
+    parts = classname.split('.')
+    stem = Path(file).stem
+    # Classes follow the last part that names the module; nested directories come before it.
+    module_end = len(parts) - parts[::-1].index(stem) if stem in parts else len(parts)
+    return '::'.join([file, *parts[module_end:], name])
+
+
+def _first_lines(text: str) -> str:
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return '\n'.join(lines[:_MESSAGE_LINES])
+
+
+def _error_lines(text: str) -> str:
+    """The last block of pytest's `E   ` lines in a traceback: the exception that ended the test, without its source."""
+    blocks: list[list[str]] = []
+    previous_was_error = False
+    for line in text.splitlines():
+        is_error = line.startswith('E ')
+        if is_error:
+            if not previous_was_error:
+                blocks.append([])
+            blocks[-1].append(line[1:])
+        previous_was_error = is_error
+    if not blocks:
+        return ''
+    return _first_lines(textwrap.dedent('\n'.join(blocks[-1])))
+
+
+def _message(element: ElementTree.Element) -> str:
+    text = element.text or ''
+    return _error_lines(text) or _first_lines(element.get('message', '')) or _first_lines(text)
+
+
+def _read_cases(xml: Path, file: str) -> tuple[_Case, ...] | None:
+    try:
+        tree = ElementTree.parse(xml)
+    except (OSError, ElementTree.ParseError):
+        return None
+    cases = []
+    for testcase in tree.iter('testcase'):
+        # pytest leaves an empty testcase for a test that a KeyboardInterrupt stopped.
+        if not testcase.get('name'):
+            continue
+        test = _node_id(file, testcase.get('classname', ''), testcase.get('name', ''))
+        problem = next((child for child in testcase if child.tag in ('failure', 'error')), None)
+        skipped = testcase.find('skipped')
+        if problem is not None:
+            cases.append(_Case(test, 'failed', _message(problem)))
+        elif skipped is not None:
+            cases.append(_Case(test, 'skipped', _first_lines(skipped.get('message', ''))))
+        else:
+            cases.append(_Case(test, 'passed'))
+    return tuple(cases)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Interrupt the process group so pytest writes its results and where it hung, then kill whatever is left of it."""
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=_INTERRUPT_GRACE)
+
+
+def _last_lines(text: str) -> str:
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return '\n'.join(lines[-_MESSAGE_LINES:])
+
+
+def _run_pytest(command: list[str], file: str, root: Path, env: dict[str, str], timeout: float) -> _Process:
+    with tempfile.TemporaryDirectory(prefix='mrbot-test-') as scratch:
+        xml = Path(scratch) / 'results.xml'
+        log = Path(scratch) / 'output.log'
+        with log.open('wb') as output:
+            # A session of its own, so that a timeout can stop every process the tests started.
+            process = subprocess.Popen([*command, f'--junitxml={xml}', '-o', 'junit_family=xunit2'], cwd=root, env=env,
+                                       stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                returncode = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _stop(process)
+                returncode = None
+        return _Process(returncode, _read_cases(xml, file), _last_lines(log.read_text(errors='replace')))
+
+
+def _exit_description(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f'pytest exited with code {returncode} ({signal.Signals(-returncode).name})'
+        except ValueError:
+            pass
+    return f'pytest exited with code {returncode}'
+
+
+def _problem(process: _Process, timeout: float) -> str:
+    """Why a pytest process's results are incomplete, or '' when it ran to a normal end."""
+    if process.returncode is None:
+        return f'timed out after {timeout:g} s'
+    if process.cases is None or process.returncode not in (0, _TESTS_FAILED):
+        return _exit_description(process.returncode)
+    failed_without_a_failure = process.returncode == _TESTS_FAILED and not _count(process.cases, 'failed')
+    return _exit_description(process.returncode) if failed_without_a_failure else ''
+
+
+def _count(cases: tuple[_Case, ...], outcome: str) -> int:
+    return sum(c.outcome == outcome for c in cases)
+
+
+def _retry(failures: list[TestFailure], file: str, root: Path, env: dict[str, str],
+           timeout: float) -> tuple[list[TestFailure], int, str]:
+    """Run the failed tests once more in one fresh process: those that failed again, how many passed, and a note."""
+    retry = _run_pytest(_pytest_command([f.test for f in failures]), file, root, env, timeout)
+    retried = {c.test: c for c in retry.cases or ()}
+    still_failing = []
+    for failure in failures:
+        again = retried.get(failure.test)
+        if again is None or again.outcome != 'passed':
+            still_failing.append(TestFailure(failure.test, again.message) if again and again.message else failure)
+    problem = _problem(retry, timeout)
+    return still_failing, len(failures) - len(still_failing), f'retry: {problem}' if problem else ''
+
+
+def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispatch: str) -> FileRun:
+    start = time.monotonic()
+    command = _pytest_command([file])
+    first = _run_pytest(command, file, root, env, timeout)
+    cases = first.cases or ()
+    failures = [TestFailure(c.test, c.message) for c in cases if c.outcome == 'failed']
+    flaky, note = 0, ''
+    if first.returncode == _NO_TESTS:
+        note = 'no tests collected'
+    elif problem := _problem(first, timeout):
+        note = problem
+        # A test that crashed or hung is missing from the results, so the file stands for it.
+        if first.returncode is None or not failures:
+            failures.append(TestFailure(file, first.tail or 'no output'))
+    elif failures:
+        failures, flaky, note = _retry(failures, file, root, env, timeout)
+    return FileRun(file=file, command=tuple(command), dispatch=dispatch, duration=time.monotonic() - start,
+                   passed=_count(cases, 'passed'), failed=len(failures), skipped=_count(cases, 'skipped'), flaky=flaky,
+                   failures=tuple(failures), note=note)
+
+
+def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: str = 'default',
+            interpret: bool | None = None, progress: Callable[[FileRun, int, int], None] | None = None) -> list[FileRun]:
+    """Run each test file (relative to `root`) in its own pytest process, `jobs` at a time; results in input order.
+
+    `interpret` None means: under the Triton interpreter exactly when torch sees no CUDA GPU. `progress` is called
+    with each finished file, how many are done and how many there are, one call at a time.
+    """
+    if interpret is None:
+        interpret = _gpu() is None
+    env = _environment(dispatch, interpret)
+    lock = threading.Lock()
+    done = 0
+
+    def run_one(file: str) -> FileRun:
+        nonlocal done
+        file_run = _run_file(file, root, env, timeout, dispatch)
+        with lock:
+            done += 1
+            if progress is not None:
+                progress(file_run, done, len(tests))
+        return file_run
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tests) or 1))) as pool:
+        return list(pool.map(run_one, tests))
+
+
+def _plural(count: int, word: str) -> str:
+    return f'{count} {word}' if count == 1 else f'{count} {word}s'
+
+
+def format_run(run: TestRun) -> str:
+    """The terminal summary of a test run: a row per file, each failure with its message, and the totals."""
+    header = ('file', 'dispatch', 'passed', 'failed', 'skipped', 'flaky', 'seconds')
+    rows = [(f.file, f.dispatch, str(f.passed), str(f.failed), str(f.skipped), str(f.flaky), f'{f.duration:.1f}')
+            for f in run.files]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    # Names align left, numbers right.
+    lines = ['  '.join([*(c.ljust(w) for c, w in zip(row[:2], widths[:2], strict=True)),
+                        *(c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True))]).rstrip()
+             for row in [header, *rows]]
+    for f in run.files:
+        if f.note:
+            lines.append(f'{f.file}: {f.note}')
+        for failure in f.failures:
+            lines.append(f'FAILED {failure.test}')
+            lines.extend(f'    {line}' for line in failure.message.splitlines())
+    totals = [sum(getattr(f, name) for f in run.files) for name in ('passed', 'failed', 'skipped', 'flaky')]
+    lines.append(f'{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped, {totals[3]} flaky '
+                 f'in {_plural(len(run.files), "file")} ({run.device})')
+    return '\n'.join(lines) + '\n'
+
+
+def _selection(args: argparse.Namespace, root: Path, config: Config) -> Selection:
+    if args.paths:
+        changed = expand_paths(root, Path.cwd(), args.paths)
+    else:
+        base = git.resolve(root, args.base) if args.base else git.default_base(root, config.target_branches)
+        changed = git.changed_paths(root, base, git.resolve(root, args.head) if args.head else None)
+    return select(root, config, changed)
+
+
+def _print_progress(file_run: FileRun, done: int, total: int) -> None:
+    counts = f'{file_run.passed} passed, {file_run.failed} failed, {file_run.flaky} flaky'
+    note = f' ({file_run.note})' if file_run.note else ''
+    print(f'[{done}/{total}] {file_run.file} [{file_run.dispatch}] {counts} in {file_run.duration:.1f} s{note}', flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`mrbot test`: select the tests a change needs, then run them file by file, or only list them with --list."""
+    root = git.repo_root(Path.cwd())
+    config = load_config(root)
+    selection = _selection(args, root, config)
+    if args.list:
+        print(format_selection(selection, args.format), end='')
+        return 0
+    smoke = not selection.tests and bool(selection.unselected)
+    if smoke:
+        targets = list(config.smoke_tests) or test_files_of(python_files(root), config)
+        print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({len(targets)} targets)')
+    else:
+        targets = [t.test for t in selection.tests]
+    if not targets:
+        print(f'no test to run: none of the {len(selection.changed)} changed files is Python that a test imports')
+        return 0
+    device = device_label()
+    jobs = args.jobs or (1 if device.startswith('compiled') else os.cpu_count() or 1)
+    modes = ['off', 'on'] if args.dispatch == 'both' else [args.dispatch]
+    print(f'running {len(targets)} test targets x {len(modes)} dispatch mode(s), {jobs} at a time ({device})', flush=True)
+    files = [file_run for mode in modes for file_run in execute(
+        targets, root, jobs, args.timeout, mode, interpret=not device.startswith('compiled'), progress=_print_progress)]
+    test_run = TestRun(device, tuple(files), selection, smoke)
+    print(format_run(test_run), end='')
+    if args.json:
+        Path(args.json).write_text(json.dumps(test_run.to_json(), indent=2) + '\n')
+    return 0 if test_run.ok else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('paths', nargs='*', help='changed files or folders (default: the change from --base to --head)')
+    parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
+    parser.add_argument('--head', help='head revision (default: the working tree)')
+    parser.add_argument('--list', action='store_true', help='print the selected tests and why, run nothing')
+    parser.add_argument('--format', choices=['text', 'json'], default='text', help='format of --list')
+    parser.add_argument('-j', '--jobs', type=int, default=0, help='test files at once (default: CPUs, 1 with a GPU)')
+    parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
+    parser.add_argument('--dispatch', choices=['off', 'on', 'both', 'default'], default='off',
+                        help='backend dispatch during the run: off (the Triton gate, default), on, both, default (env)')
+    parser.add_argument('--json', help='write the TestRun evidence record to this file')

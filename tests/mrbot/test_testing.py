@@ -1,0 +1,359 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Running test files: counts from JUnit XML, one retry of failures, crashes, timeouts, environment, parallel jobs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from mrbot import records
+from mrbot.testing import device_label, execute, format_run
+
+TIMEOUT = 3.0
+
+# Each file is a plain pytest module; they run from a directory outside this repository, so no conftest applies.
+SUITE = {
+    'suite/test_pass.py': '''
+def test_one():
+    assert 1 + 1 == 2
+
+
+def test_two():
+    assert 'a'.upper() == 'A'
+
+
+def test_three():
+    pass
+''',
+    'suite/test_fail.py': '''
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def test_passes():
+    with (HERE / 'passes.log').open('a') as log:
+        log.write('ran\\n')
+
+
+def test_skips():
+    pytest.skip('not on this machine')
+
+
+class TestThing:
+    @pytest.mark.parametrize('size', [16, 32])
+    def test_size(self, size):
+        if size == 32:
+            with (HERE / 'fail.attempts').open('a') as attempts:
+                attempts.write('x')
+            assert size == 16, f"attempt {len((HERE / 'fail.attempts').read_text())}"
+''',
+    'suite/test_flaky.py': '''
+import time
+from pathlib import Path
+
+COUNTER = Path(__file__).with_name('flaky.count')
+
+
+def test_steady():
+    pass
+
+
+def test_flaky():
+    time.sleep(0.3)
+    runs = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1
+    COUNTER.write_text(str(runs))
+    assert runs > 1, 'first run fails'
+''',
+    'suite/test_crash.py': '''
+import os
+
+
+def test_fine():
+    pass
+
+
+def test_crashes():
+    os._exit(3)
+''',
+    'suite/test_hang.py': '''
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STUBBORN = 'import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)'
+
+
+def test_quick():
+    pass
+
+
+def test_hangs():
+    child = subprocess.Popen([sys.executable, '-c', STUBBORN])
+    Path(__file__).with_name('hang.pid').write_text(str(child.pid))
+    time.sleep(60)
+''',
+    'suite/test_empty.py': '''
+def helper():
+    return 1
+''',
+    'suite/test_broken.py': '''
+import not_a_module_mrbot_knows
+''',
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+@pytest.fixture(scope='module')
+def suite(tmp_path_factory):
+    """All of SUITE run once, every file at the same time; the runs by file and the progress calls."""
+    root = tmp_path_factory.mktemp('suite')
+    _write(root, SUITE)
+    calls = []
+    runs = execute(list(SUITE), root, jobs=len(SUITE), timeout=TIMEOUT, interpret=False,
+                   progress=lambda run, done, total: calls.append((run.file, done, total)))
+    return root, {run.file: run for run in runs}, calls
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except FileNotFoundError:
+        return False
+    # A zombie has exited; it only waits for its parent to collect it.
+    return stat.rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+def test_results_come_back_in_input_order_with_the_command_that_ran(suite):
+    _, runs, _ = suite
+    assert list(runs) == list(SUITE)
+    passing = runs['suite/test_pass.py']
+    assert passing.command == (sys.executable, '-m', 'pytest', 'suite/test_pass.py', '-q', '-p', 'no:cacheprovider')
+    assert (passing.passed, passing.failed, passing.skipped, passing.flaky) == (3, 0, 0, 0)
+    assert passing.failures == () and passing.note == '' and passing.dispatch == 'default'
+
+
+def test_a_failure_is_retried_alone_and_keeps_the_retrys_message(suite):
+    root, runs, _ = suite
+    run = runs['suite/test_fail.py']
+    assert (run.passed, run.failed, run.skipped, run.flaky, run.note) == (2, 1, 1, 0, '')
+    assert [f.test for f in run.failures] == ['suite/test_fail.py::TestThing::test_size[32]']
+    assert run.failures[0].message.splitlines()[0] == 'AssertionError: attempt 2'
+    assert len(run.failures[0].message.splitlines()) <= 5
+    # Only the failing node id ran again.
+    assert (root / 'suite/passes.log').read_text() == 'ran\n'
+
+
+def test_a_test_that_passes_on_retry_is_flaky_not_failed(suite):
+    _, runs, _ = suite
+    run = runs['suite/test_flaky.py']
+    assert (run.passed, run.failed, run.skipped, run.flaky, run.failures, run.note) == (1, 0, 0, 1, (), '')
+    # Both runs of the 0.3 s test are in the duration.
+    assert run.duration >= 0.6
+
+
+def test_a_crash_without_results_is_one_failure_naming_the_exit_code(suite):
+    _, runs, _ = suite
+    run = runs['suite/test_crash.py']
+    assert (run.passed, run.failed, run.skipped, run.flaky) == (0, 1, 0, 0)
+    assert run.note == 'pytest exited with code 3'
+    assert [f.test for f in run.failures] == ['suite/test_crash.py']
+
+
+def test_a_timeout_stops_the_process_group_and_counts_as_failed(suite):
+    root, runs, _ = suite
+    run = runs['suite/test_hang.py']
+    assert run.note == 'timed out after 3 s'
+    assert (run.passed, run.failed, run.skipped, run.flaky) == (1, 1, 0, 0)
+    assert [f.test for f in run.failures] == ['suite/test_hang.py']
+    assert 'KeyboardInterrupt' in run.failures[0].message
+    assert TIMEOUT <= run.duration < TIMEOUT + 3
+    assert not _alive(int((root / 'suite/hang.pid').read_text()))
+
+
+def test_a_file_without_tests_has_zero_counts_and_a_note(suite):
+    _, runs, _ = suite
+    run = runs['suite/test_empty.py']
+    assert (run.passed, run.failed, run.skipped, run.flaky, run.failures) == (0, 0, 0, 0, ())
+    assert run.note == 'no tests collected'
+
+
+def test_a_collection_error_is_one_failure_with_its_exception(suite):
+    _, runs, _ = suite
+    run = runs['suite/test_broken.py']
+    assert (run.passed, run.failed, run.note) == (0, 1, 'pytest exited with code 2')
+    assert run.failures == (records.TestFailure(
+        'suite/test_broken.py', "ModuleNotFoundError: No module named 'not_a_module_mrbot_knows'"),)
+
+
+def test_progress_reports_each_file_once_as_it_finishes(suite):
+    _, _, calls = suite
+    assert sorted(file for file, _, _ in calls) == sorted(SUITE)
+    assert [done for _, done, _ in calls] == list(range(1, len(SUITE) + 1))
+    assert {total for _, _, total in calls} == {len(SUITE)}
+    # The hung file is the last to finish.
+    assert calls[-1][0] == 'suite/test_hang.py'
+
+
+def test_the_summary_totals_a_real_run(suite):
+    _, runs, _ = suite
+    text = format_run(records.TestRun('Triton interpreter (CPU)', tuple(runs.values())))
+    assert text.splitlines()[-1] == '7 passed, 4 failed, 1 skipped, 1 flaky in 7 files (Triton interpreter (CPU))'
+    assert 'FAILED suite/test_fail.py::TestThing::test_size[32]\n    AssertionError: attempt 2\n' in text
+    assert 'suite/test_hang.py: timed out after 3 s\n' in text
+
+
+ENV_PROBE = '''
+import json
+import os
+from pathlib import Path
+
+
+def test_environment():
+    names = ('TRITON_INTERPRET', 'FLA_DISABLE_BACKEND_DISPATCH')
+    Path(__file__).with_name('env.json').write_text(json.dumps({name: os.environ.get(name) for name in names}))
+'''
+
+
+@pytest.mark.parametrize(('dispatch', 'interpret', 'expected'), [
+    ('off', True, {'TRITON_INTERPRET': '1', 'FLA_DISABLE_BACKEND_DISPATCH': '1'}),
+    ('on', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': '0'}),
+    ('default', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': 'inherited'}),
+])
+def test_interpreter_and_dispatch_reach_the_tests(tmp_path, monkeypatch, dispatch, interpret, expected):
+    monkeypatch.delenv('TRITON_INTERPRET', raising=False)
+    monkeypatch.setenv('FLA_DISABLE_BACKEND_DISPATCH', 'inherited')
+    _write(tmp_path, {'test_env.py': ENV_PROBE})
+    [run] = execute(['test_env.py'], tmp_path, jobs=1, timeout=TIMEOUT, dispatch=dispatch, interpret=interpret)
+    assert (run.passed, run.dispatch) == (1, dispatch)
+    assert json.loads((tmp_path / 'env.json').read_text()) == expected
+
+
+def test_without_a_gpu_the_interpreter_is_the_default(tmp_path, monkeypatch):
+    monkeypatch.delenv('TRITON_INTERPRET', raising=False)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    _write(tmp_path, {'test_env.py': ENV_PROBE})
+    execute(['test_env.py'], tmp_path, jobs=1, timeout=TIMEOUT)
+    assert json.loads((tmp_path / 'env.json').read_text())['TRITON_INTERPRET'] == '1'
+
+
+def test_jobs_run_files_at_the_same_time(tmp_path):
+    sleeper = ('import time\nfrom pathlib import Path\n\n\ndef test_sleeps():\n    start = time.time()\n    time.sleep(1)\n'
+               '    Path(__file__).with_suffix(".span").write_text(f"{start} {time.time()}")\n')
+    _write(tmp_path, {'test_a.py': sleeper, 'test_b.py': sleeper})
+    start = time.monotonic()
+    runs = execute(['test_a.py', 'test_b.py'], tmp_path, jobs=2, timeout=TIMEOUT, interpret=False)
+    elapsed = time.monotonic() - start
+    assert [(r.file, r.passed) for r in runs] == [('test_a.py', 1), ('test_b.py', 1)]
+    (a_start, a_end), (b_start, b_end) = (map(float, (tmp_path / f'test_{x}.span').read_text().split()) for x in 'ab')
+    assert a_start < b_end and b_start < a_end
+    # One after the other, the sleeps alone take 2 s.
+    assert elapsed < 2.0
+
+
+def test_unknown_dispatch_mode_is_a_user_error(tmp_path):
+    with pytest.raises(records.MrbotError, match="unknown dispatch mode 'both'"):
+        execute(['test_a.py'], tmp_path, jobs=1, timeout=TIMEOUT, dispatch='both', interpret=False)
+
+
+def test_device_label_names_the_gpu_and_its_compute_capability(monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'get_device_name', lambda device=None: 'NVIDIA H200')
+    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (9, 0))
+    assert device_label() == 'compiled on NVIDIA H200 (sm_90)'
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    assert device_label() == 'Triton interpreter (CPU)'
+
+
+def test_importing_the_module_does_not_import_torch():
+    code = 'import sys, mrbot.testing; print("torch" in sys.modules)'
+    done = subprocess.run([sys.executable, '-c', code], cwd=Path(__file__).parents[2], capture_output=True, text=True)
+    assert done.stdout.strip() == 'False', done.stderr
+
+
+def test_the_summary_is_a_table_then_failures_then_totals():
+    fast = records.FileRun('tests/ops/test_a.py', ('python',), 'off', 1.25, 12, 1, 0, 1,
+                           (records.TestFailure('tests/ops/test_a.py::test_x[2]', 'AssertionError: o diff\nratio 0.3'),))
+    slow = records.FileRun('tests/test_b.py', ('python',), 'default', 10.0, 0, 0, 0, 0, (), 'no tests collected')
+    text = format_run(records.TestRun('compiled on NVIDIA H200 (sm_90)', (fast, slow)))
+    assert text == (
+        'file                 dispatch  passed  failed  skipped  flaky  seconds\n'
+        'tests/ops/test_a.py  off           12       1        0      1      1.2\n'
+        'tests/test_b.py      default        0       0        0      0     10.0\n'
+        'FAILED tests/ops/test_a.py::test_x[2]\n'
+        '    AssertionError: o diff\n'
+        '    ratio 0.3\n'
+        'tests/test_b.py: no tests collected\n'
+        '12 passed, 1 failed, 0 skipped, 1 flaky in 2 files (compiled on NVIDIA H200 (sm_90))\n'
+    )
+
+
+PACKAGE = {
+    'pkg/__init__.py': '',
+    'pkg/calc.py': 'def double(x):\n    return 2 * x\n',
+    'pkg/orphan.py': 'VALUE = 1\n',
+    'tests/test_calc.py': 'from pkg.calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n',
+    'tests/test_smoke.py': 'def test_alive():\n    assert True\n',
+    'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\nsmoke-tests = ["tests/test_smoke.py"]\n',
+    'docs/a.md': 'a\n',
+}
+
+
+def _mrbot_test(repo, monkeypatch, capsys, *argv):
+    from mrbot.cli import main
+
+    monkeypatch.chdir(repo.root)
+    code = main(['test', *argv])
+    return code, capsys.readouterr().out
+
+
+def test_list_prints_the_selection_and_runs_nothing(repo, monkeypatch, capsys):
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': 'def double(x):\n    return x + x\n'})
+    code, out = _mrbot_test(repo, monkeypatch, capsys, '--list', '--format', 'json')
+    assert code == 0
+    assert json.loads(out)['selected'] == [{'test': 'tests/test_calc.py', 'because': ['pkg/calc.py:double']}]
+
+
+def test_run_writes_the_evidence_and_fails_on_a_failing_test(repo, monkeypatch, capsys, tmp_path_factory):
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': 'def double(x):\n    return 3 * x\n'})
+    evidence = tmp_path_factory.mktemp('out') / 'run.json'
+    code, out = _mrbot_test(repo, monkeypatch, capsys, '--json', str(evidence), '-j', '1')
+    assert code == 1
+    assert 'FAILED tests/test_calc.py::test_double' in out
+    record = json.loads(evidence.read_text())
+    assert record['selection']['selected'][0]['test'] == 'tests/test_calc.py' and not record['smoke']
+    assert [(f['file'], f['passed'], f['failed'], f['dispatch']) for f in record['files']] == [
+        ('tests/test_calc.py', 0, 1, 'off')]
+
+
+def test_a_change_no_test_reaches_runs_the_smoke_set(repo, monkeypatch, capsys):
+    repo.commit(PACKAGE)
+    code, out = _mrbot_test(repo, monkeypatch, capsys, 'pkg/orphan.py')
+    assert code == 0
+    assert 'no test reaches pkg/orphan.py; running the smoke set (1 targets)' in out
+    assert 'tests/test_smoke.py' in out and '1 passed' in out
+
+
+def test_a_change_without_python_runs_nothing(repo, monkeypatch, capsys):
+    repo.commit(PACKAGE)
+    code, out = _mrbot_test(repo, monkeypatch, capsys, 'docs/a.md')
+    assert code == 0
+    assert out == 'no test to run: none of the 1 changed files is Python that a test imports\n'
