@@ -121,9 +121,8 @@ def load_index(root: Path) -> dict[str, dict]:
 
 @dataclass
 class Graph:
-    """Files and what each depends on; `label[(a, b)]` names what `a` imports from `b`."""
+    """What each file depends on; `label[(a, b)]` names what `a` imports from `b`."""
 
-    files: set[str]
     depends: dict[str, set[str]] = field(default_factory=dict)
     label: dict[tuple[str, str], str] = field(default_factory=dict)
     # module name -> files importing it, including names no file defines (a deleted module's importers)
@@ -138,7 +137,7 @@ class Graph:
 
 def build_graph(index: dict[str, dict], config: Config) -> Graph:
     by_module = {module_name(path): path for path in index}
-    graph = Graph(set(index))
+    graph = Graph()
 
     def module_files(module: str) -> list[str]:
         """The file of `module` and the `__init__.py` of each package above it, as far as they exist."""

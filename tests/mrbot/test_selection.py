@@ -169,3 +169,18 @@ def test_json_lists_each_test_with_its_chain(library):
     assert data == {'schema': 1, 'full_suite': False, 'changed': ['fla/ops/kda/chunk.py'], 'unselected': [],
                     'selected': [{'test': 'tests/ops/test_kda.py',
                                   'because': ['fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda']}]}
+
+
+def test_selection_on_this_repository():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_config(root)
+    kernel = {t.test for t in select(root, config, ['fla/ops/simple_gla/chunk.py']).tests}
+    assert 'tests/ops/test_simple_gla.py' in kernel
+    # the only bot test a kernel change selects is the one that runs the kernel, through `mrbot demo`
+    assert {t for t in kernel if t.startswith(('tests/mrbot/', 'tests/checks/'))} == {'tests/mrbot/test_demo.py'}
+    render = {t.test for t in select(root, config, ['mrbot/render.py']).tests}
+    assert render and not any(t.startswith('tests/ops/') for t in render)
+    everything = {t.test for t in select(root, config, ['tests/conftest.py']).tests}
+    assert everything == {p.relative_to(root).as_posix() for p in (root / 'tests').rglob('test_*.py')}
