@@ -11,7 +11,8 @@ import sys
 from mrbot.records import MrbotError
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used (`demo` pulls in torch).
-COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'rules': 'mrbot.rules', 'demo': 'mrbot.demo'}
+COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
+            'demo': 'mrbot.demo'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     importlib.import_module('mrbot.check').add_arguments(check)
     test = commands.add_parser('test', help='select the tests a change needs and run them, or list them')
     importlib.import_module('mrbot.testing').add_arguments(test)
+    bench = commands.add_parser('bench', help='time the ops a change touches on base and head, interleaved, on one GPU')
+    importlib.import_module('mrbot.bench.command').add_arguments(bench)
     rules = commands.add_parser('rules', help='list the rules, or print the documentation of one')
     rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
     commands.add_parser('demo', help='show what mrbot does and run a kernel of the fla library here')

@@ -18,6 +18,8 @@ else:
     import tomli as tomllib
 
 OFF = 'off'
+# Sub-tables of [tool.mrbot] that the stage owning them reads and checks itself.
+SECTIONS_READ_ELSEWHERE = ('bench',)
 DEFAULT_HEADER = ('# Copyright (c) 2026, the mrbot authors.', '# SPDX-License-Identifier: MIT')
 DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fix', 'KDA', 'Misc', 'Ops', 'Perf',
                 'Refactor', 'Simple GLA', 'Test', 'Utils')
@@ -135,6 +137,8 @@ def load_config(root: Path) -> Config:
     known = {f.name: f for f in fields(Config)}
     values = {}
     for key, value in table.items():
+        if key in SECTIONS_READ_ELSEWHERE:
+            continue
         name = key.replace('-', '_')
         if name not in known:
             names = ', '.join(sorted(k.replace('_', '-') for k in known))

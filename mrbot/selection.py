@@ -238,7 +238,7 @@ def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
     if full_reason:
         return Selection(tuple(changed), tuple(SelectedTest(t, (full_reason,)) for t in sorted(tests)), full_suite=True)
 
-    seeds_of = {path: _seeds(path, index, graph, config) for path in changed}
+    seeds_of = {path: change_seeds(path, index, graph, config) for path in changed}
     seeds = {seed: reason for path_seeds in seeds_of.values() for seed, reason in path_seeds.items()}
     dependents = _reverse(graph)
     chains = _chains(graph, dependents, seeds, tests)
@@ -248,7 +248,7 @@ def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
     return Selection(tuple(changed), selected, unselected=unselected)
 
 
-def _seeds(path: str, index: dict[str, dict], graph: Graph, config: Config) -> dict[str, str]:
+def change_seeds(path: str, index: dict[str, dict], graph: Graph, config: Config) -> dict[str, str]:
     """The indexed files a changed path affects directly, each with a note on how (empty for the path itself)."""
     seeds = {path: ''} if path in index else {}
     if path not in index and path.endswith('.py'):

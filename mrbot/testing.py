@@ -217,9 +217,10 @@ def _retry(failures: list[TestFailure], file: str, root: Path, env: dict[str, st
     return still_failing, len(failures) - len(still_failing), f'retry: {problem}' if problem else ''
 
 
-def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispatch: str) -> FileRun:
+def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispatch: str,
+              pytest_args: tuple[str, ...]) -> FileRun:
     start = time.monotonic()
-    command = _pytest_command([file])
+    command = _pytest_command([file, *pytest_args])
     first = _run_pytest(command, file, root, env, timeout)
     cases = first.cases or ()
     failures = [TestFailure(c.test, c.message) for c in cases if c.outcome == 'failed']
@@ -239,9 +240,11 @@ def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispat
 
 
 def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: str = 'default',
-            interpret: bool | None = None, progress: Callable[[FileRun, int, int], None] | None = None) -> list[FileRun]:
+            interpret: bool | None = None, progress: Callable[[FileRun, int, int], None] | None = None,
+            pytest_args: tuple[str, ...] = ()) -> list[FileRun]:
     """Run each test file (relative to `root`) in its own pytest process, `jobs` at a time; results in input order.
 
+    `pytest_args` are added to each file's command line, e.g. `('-k', 'varlen')` for a partial run.
     `interpret` None means: under the Triton interpreter exactly when torch sees no CUDA GPU. `progress` is called
     with each finished file, how many are done and how many there are, one call at a time.
     """
@@ -253,7 +256,7 @@ def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: s
 
     def run_one(file: str) -> FileRun:
         nonlocal done
-        file_run = _run_file(file, root, env, timeout, dispatch)
+        file_run = _run_file(file, root, env, timeout, dispatch, pytest_args)
         with lock:
             done += 1
             if progress is not None:

@@ -1,0 +1,200 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot bench` end to end on CPU with a small op: records, worktrees, gate, frozen contract, compare, interruption."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mrbot.bench.harness import Side, interleave
+from mrbot.bench.machine import hardware_class
+from mrbot.cli import main
+
+OP = '''import sys
+import time
+
+import torch
+
+
+def scaled_sum(x, y, factor=1.0):
+    print('ops may print; the worker keeps it off its answers')
+    time.sleep(DELAY)
+    return (x * y * factor).sum(-1)
+'''
+NAIVE = 'def naive_scaled_sum(x, y, factor=1.0):\n    return (x * y * factor).sum(-1)\n'
+GATE = '''import torch
+
+from pkg.op import scaled_sum
+
+
+def test_scaled_sum():
+    x = torch.ones(2, 3)
+    assert scaled_sum(x, x, 2.0).tolist() == [6.0, 6.0]
+'''
+BENCH = '''[tool.mrbot]
+source-roots = ["pkg"]
+
+[tool.mrbot.bench.ops.scaled_sum]
+callable = "pkg.op:scaled_sum"
+gate = "tests/test_op.py"
+modes = ["fwd", "fwdbwd"]
+kwargs = { factor = 2.0 }
+
+[tool.mrbot.bench.ops.scaled_sum.inputs]
+x = { shape = ["B", "D"], dtype = "float32" }
+y = { shape = ["B", "D"], dtype = "float32", transform = "sigmoid" }
+
+[tool.mrbot.bench.ops.scaled_sum.shapes]
+small = { B = 4, D = 8 }
+wide = { B = 2, D = 64 }
+
+[tool.mrbot.bench.ops.scaled_sum.bytes]
+fwd = "2*B*D*4 + B*4"
+'''
+
+
+PAIRED = ('--base', 'HEAD', '--shapes', 'small', '--modes', 'fwd')
+
+
+def _files(delay: float = 0.0, gate: str = GATE) -> dict[str, str]:
+    return {'pkg/__init__.py': '', 'pkg/op.py': OP.replace('DELAY', str(delay)), 'pkg/naive.py': NAIVE,
+            'tests/test_op.py': gate, 'pyproject.toml': BENCH}
+
+
+@pytest.fixture
+def out_dir(tmp_path_factory):
+    """Where records go: outside the repository, so they are no part of the change."""
+    return tmp_path_factory.mktemp('out')
+
+
+def _bench(repo, monkeypatch, capsys, out_dir, *argv):
+    monkeypatch.chdir(repo.root)
+    record = out_dir / 'record.json'
+    code = main(['bench', '--rounds', '3', '--json', str(record), *argv])
+    out = capsys.readouterr().out
+    return code, (json.loads(record.read_text()) if record.exists() else None), out
+
+
+def test_single_ref_run_records_one_median_per_round(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    code, record, out = _bench(repo, monkeypatch, capsys, out_dir, '--shapes', 'small', '--no-gate')
+    assert code == 0 and record['schema'] == 1 and record['ref']['sha'] == repo.git('rev-parse', 'HEAD')
+    small = {'name': 'small', 'B': 4, 'D': 8}
+    assert [(r['op'], r['mode'], r['shape']) for r in record['rows']] == [('scaled_sum', 'fwd', small),
+                                                                          ('scaled_sum', 'fwdbwd', small)]
+    assert all(len(r['samples_ms']) == 3 and r['evidence'] is False for r in record['rows'])
+    assert record['machine']['class'] == 'cpu (not evidence)' and record['machine']['interpreter'] is True
+    assert 'not evidence: no GPU, Triton interpreter' in out
+
+
+def test_paired_run_against_a_worktree_never_claims_speed_on_cpu(repo, monkeypatch, capsys, out_dir):
+    base = repo.commit(_files())
+    repo.write({'pkg/op.py': OP.replace('DELAY', '0.02')})
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert code == 0 and (repo.root / '.mrbot' / 'worktrees' / base[:12] / 'pkg' / 'op.py').is_file()
+    row = record['rows'][0]
+    assert record['base']['sha'] == base and record['head']['dirty'] is True
+    assert len(row['base_ms']) == len(row['head_ms']) == 3 and row['ratio'] > 1.5
+    # the head is many times slower, but a CPU run is not evidence
+    assert row['verdict'] == 'noisy' and record['gate']['status'] == 'passed'
+    assert repo.git('status', '--porcelain') == 'M pkg/op.py'
+
+
+def test_red_gate_means_no_verdict_and_exit_one(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    repo.write({'tests/test_op.py': GATE.replace('[6.0, 6.0]', '[7.0, 7.0]')})
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert code == 1
+    assert record['gate']['status'] == 'failed' and record['gate']['failures'] == ['tests/test_op.py::test_scaled_sum']
+    assert record['rows'][0]['verdict'] == 'gate-failed'
+    # the gate file itself changed: the frozen contract is broken too
+    assert record['gate']['frozen_ok'] is False and record['gate']['changed_contract'] == ['tests/test_op.py']
+
+
+def test_a_changed_naive_reference_breaks_the_frozen_contract(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    repo.write({'pkg/naive.py': NAIVE + '\nEPS = 0\n'})
+    _, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert record['gate']['changed_contract'] == ['pkg/naive.py']
+
+
+def test_compare_matches_rows_of_two_single_ref_runs(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    _, first, _ = _bench(repo, monkeypatch, capsys, out_dir, '--no-gate')
+    tmp_path = out_dir / 'records'
+    tmp_path.mkdir()
+    (tmp_path / 'base.json').write_text(json.dumps(first))
+    first['rows'] = first['rows'][:1]
+    (tmp_path / 'head.json').write_text(json.dumps(first))
+    assert main(['bench', 'compare', str(tmp_path / 'base.json'), str(tmp_path / 'head.json'), '--format', 'json']) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(r['op'], r['mode'], r['shape']['name'], r['ratio'], r['verdict']) for r in result['rows']] == [
+        ('scaled_sum', 'fwd', 'small', 1.0, 'same')]
+    assert result['schema'] == 1 and 'Holm' in result['statistics']['correction']
+
+
+@pytest.mark.parametrize(('argv', 'message'), [
+    (['--op', 'nope'], "--op nope: unknown; benchmarkable ops: scaled_sum"),
+    (['--from-diff'], '--from-diff needs --base REF to know the change'),
+    (['--shapes', 'huge'], '--shapes huge: no chosen op has it'),
+    (['compare', 'a.json'], 'usage: mrbot bench compare BASE.json HEAD.json'),
+    (['compare', 'missing.json', 'other.json'], 'missing.json: cannot read a bench record'),
+    (['frobnicate'], "unknown bench action 'frobnicate'"),
+])
+def test_bad_requests_are_one_line_errors(repo, monkeypatch, capsys, argv, message):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['bench', *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'mrbot bench: error: {message}') and err.count('\n') == 1
+
+
+def test_list_shows_the_declared_ops(repo, monkeypatch, capsys):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['bench', '--list']) == 0
+    assert capsys.readouterr().out.startswith('scaled_sum: pkg.op:scaled_sum (config)')
+
+
+def test_interleave_alternates_order_and_keeps_finished_rounds_on_ctrl_c(tmp_path):
+    calls = []
+
+    class Fake(Side):
+        def ask(self, command):
+            calls.append(self.name)
+            if len(calls) == 5:
+                raise KeyboardInterrupt
+            return {'times': {'r0': {'ms': 1.0, 'eager_ms': 1.5, 'timing': 'graph'}}}
+
+    sides = [Fake('base', tmp_path, None, tmp_path / 'log'), Fake('head', tmp_path, None, tmp_path / 'log')]
+    assert interleave(sides, 10) == 2
+    assert calls == ['base', 'head', 'head', 'base', 'base']
+    assert [len(s.samples['r0']) for s in sides] == [2, 2]
+
+
+def test_worker_answers_stay_clean_when_ops_print(tmp_path):
+    from mrbot.bench.harness import WORKER
+
+    (tmp_path / 'noisy.py').write_text('def op(x):\n    print("chatter")\n    return x * 2\n')
+    spec = {'name': 'op', 'callable': 'noisy:op', 'source': 'config', 'kwargs': {},
+            'inputs': [{'name': 'x', 'shape': ['B'], 'dtype': 'float32', 'transform': '', 'requires_grad': True}]}
+    commands = [{'cmd': 'setup', 'specs': [spec], 'seed': 0, 'timing': 'graph', 'warmup_ms': 1, 'rep_ms': 1,
+                 'rows': [{'id': 'r0', 'op': 'op', 'mode': 'fwdbwd', 'dims': {'B': 4}}]},
+                {'cmd': 'round'}, {'cmd': 'exit'}]
+    done = subprocess.run([sys.executable, str(WORKER), str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          input=''.join(json.dumps(c) + '\n' for c in commands))
+    setup, timed = (json.loads(line) for line in done.stdout.splitlines())
+    assert done.returncode == 0 and 'chatter' in done.stderr
+    assert setup['notes'] == {'r0': 'no CUDA device'} and setup['machine']['gpu'] == 'cpu'
+    assert timed['times']['r0']['timing'] == 'eager' and timed['times']['r0']['ms'] > 0
+
+
+@pytest.mark.parametrize(('capability', 'expected'), [
+    ('sm_90', 'sm_90 baseline'), ('sm_100', 'sm_100 preferred'), ('sm_86', 'sm_86 reference only'),
+    ('', 'cpu (not evidence)')])
+def test_hardware_class(capability, expected):
+    assert hardware_class(capability) == expected
