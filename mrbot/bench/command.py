@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from mrbot import git
 from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
+from mrbot.bench.profile import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, load_specs, touched_ops
 from mrbot.records import MrbotError
 from mrbot.testing import device_label, execute
@@ -168,8 +170,10 @@ def _table(record: dict) -> str:
     lines.append(f"{machine['gpu']}, {machine['class']}, driver {machine.get('driver', '-')}, torch {machine['torch']}, "
                  f"triton {machine['triton']}; {record['rounds']} rounds{' (interrupted)' if record['interrupted'] else ''}")
     if paired:
-        lines.append(f"statistics: {record['statistics']['correction']}; gate: {record['gate']['status']}"
-                     + ('' if record['gate']['frozen_ok'] else ' (frozen contract changed)'))
+        gate = record['gate']
+        lines.append(f"statistics: {record['statistics']['correction']}; gate: {gate['status']}"
+                     + (' (partial: -k)' if gate['partial'] else '')
+                     + ('' if gate['frozen_ok'] else f" (frozen contract changed: {', '.join(gate['changed_contract'])})"))
     return '\n'.join(lines) + '\n'
 
 
@@ -252,8 +256,8 @@ def _bench(args: argparse.Namespace) -> int:
         row['evidence'] = evidence
     if len(sides) == 2:
         base_side = sides[0]
-        profile = _runner_profile(root, machine['gpu'])
-        noise = json.loads(profile.read_text()) if profile.exists() and not args.aa else {}
+        noise_file = _runner_profile(root, machine['gpu'])
+        noise = json.loads(noise_file.read_text()) if noise_file.exists() and not args.aa else {}
         min_effects = [max(args.min_effect, noise.get(_row_key(r), 0.0)) for r in rows]
         for row in rows:
             base_summary = _summarise(base_side, row)
@@ -265,18 +269,24 @@ def _bench(args: argparse.Namespace) -> int:
                       head={'ref': 'HEAD (A/A: base again)' if args.aa else 'working tree', 'sha': base_sha if args.aa
                             else head_sha, 'dirty': dirty and not args.aa},
                       statistics={'min_effect': args.min_effect, 'correction': correction,
-                                  'runner_profile': str(profile) if noise else None},
+                                  'runner_profile': str(noise_file) if noise else None},
                       gate=gate)
         if args.aa and finished >= stats.MIN_ROUNDS:
             aa_noise = {_row_key(r): stats.noise([h / b for h, b in zip(r['head_ms'], r['base_ms'], strict=True)])
                         for r in rows if r['base_ms']}
-            profile.write_text(json.dumps(aa_noise, indent=2))
+            noise_file.write_text(json.dumps(aa_noise, indent=2))
             for row in rows:
                 row['aa_noise'] = round(aa_noise.get(_row_key(row), 0.0), 5)
     else:
         for row in rows:
             row['samples_ms'] = _summarise(head_side, row)['samples_ms']
         record.update(ref={'ref': 'working tree', 'sha': head_sha, 'dirty': dirty}, gate=gate)
+    if args.ncu:
+        row = rows[0]
+        run_name = f"{head_sha[:12]}-{row['op']}-{row['mode']}-{row['shape_name']}"
+        record['ncu'] = profile(args.ncu, _spec_json(spec_of[row['op']]), {k: row[k] for k in ('op', 'mode', 'dims')},
+                                [(side.name, side.tree) for side in sides], root / 'profile' / run_name,
+                                {**os.environ, **environment})
     record['rows'] = [{k: v for k, v in r.items() if k not in ('id', 'dims', 'shape_name')} for r in rows]
     print(_table(record), end='')
     if args.json:
@@ -362,4 +372,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--gate-k', help='run only the gate tests matching this -k expression (a partial gate)')
     parser.add_argument('--gate-timeout', type=float, default=1800.0)
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='output of `compare`')
+    parser.add_argument('--ncu', metavar='KERNEL_REGEX',
+                        help='profile the matching kernels of the first row with Nsight Compute (report under profile/)')
     parser.add_argument('--json', help='write the run record to this file')

@@ -3,10 +3,10 @@
 """The timing process of one side of a benchmark: `python worker.py TREE` imports the ops from TREE and times them.
 
 It imports nothing of mrbot, so that the base side runs the base tree's code even when that tree holds an older
-mrbot. It reads one JSON command per line on stdin and answers one JSON line on stdout; everything else the ops print
-goes to stderr. Commands: `setup` (build every row's inputs from a fixed seed, warm up, autotune, capture a CUDA
-graph per row), `round` (time every row once: a median over repetitions), `ceilings` (copy bandwidth and bf16 matmul
-rate of the device) and `exit`.
+mrbot. It reads one JSON command per line on stdin and answers one JSON line on stdout; everything else the ops
+print goes to stderr. Commands: `setup` (build every row's inputs from a fixed seed, warm up, autotune, capture a
+CUDA graph per row), `round` (time every row once: a median over repetitions), `ceilings` (copy bandwidth and bf16
+matmul rate of the device) and `exit`. With `--once SPEC ROW` it runs one row and exits, for a profiler.
 """
 
 import importlib
@@ -202,8 +202,19 @@ class Worker:
         return {'times': times}
 
 
+def profile_once(spec: dict, row: dict) -> None:
+    """Run one row a few times and stop: the program Nsight Compute profiles (`worker.py TREE --once SPEC ROW`)."""
+    built = Row(spec, row['mode'], row['dims'], 0)
+    for _ in range(3):
+        built()
+    _torch().cuda.synchronize()
+
+
 def main() -> int:
     sys.path.insert(0, os.path.abspath(sys.argv[1]))
+    if len(sys.argv) == 5 and sys.argv[2] == '--once':
+        profile_once(json.loads(sys.argv[3]), json.loads(sys.argv[4]))
+        return 0
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), 'w', buffering=1)
     # whatever the ops print must not mix with the answers
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -198,3 +198,11 @@ def test_worker_answers_stay_clean_when_ops_print(tmp_path):
     ('', 'cpu (not evidence)')])
 def test_hardware_class(capability, expected):
     assert hardware_class(capability) == expected
+
+
+def test_ncu_missing_is_recorded_not_fatal(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    monkeypatch.setenv('PATH', '/usr/bin:/bin')
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, '--shapes', 'small', '--modes', 'fwd', '--no-gate',
+                             '--ncu', 'scaled')
+    assert code == 0 and record['ncu'] == {'status': 'ncu not available on this machine'}
