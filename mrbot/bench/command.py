@@ -18,7 +18,7 @@ from mrbot import git
 from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
-from mrbot.bench.profile import profile
+from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, load_specs, touched_ops
 from mrbot.records import MrbotError
 from mrbot.testing import device_label, execute

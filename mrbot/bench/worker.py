@@ -211,7 +211,8 @@ def profile_once(spec: dict, row: dict) -> None:
 
 
 def main() -> int:
-    sys.path.insert(0, os.path.abspath(sys.argv[1]))
+    # the tree takes the place of this script's folder, whose modules must not shadow the standard library's
+    sys.path[0] = os.path.abspath(sys.argv[1])
     if len(sys.argv) == 5 and sys.argv[2] == '--once':
         profile_once(json.loads(sys.argv[3]), json.loads(sys.argv[4]))
         return 0
