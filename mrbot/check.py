@@ -71,8 +71,7 @@ def _pull_request_text() -> tuple[str | None, str | None]:
 
 
 def collect_change(args: argparse.Namespace, root: Path, config: Config) -> ChangeSet:
-    base = git.resolve(root, args.base) if args.base else git.default_base(root, config.target_branches)
-    head = git.resolve(root, args.head) if args.head else None
+    base, head = git.revisions(root, args.base, args.head, config.target_branches)
     title, title_source = (args.title, 'flag') if args.title is not None else (None, None)
     body, body_source = None, None
     if args.body_file is not None:

@@ -57,6 +57,11 @@ def default_base(root: Path, targets: Iterable[str]) -> str:
     raise MrbotError(f"no base: none of the target branches {', '.join(targets)} exists here; pass --base REF")
 
 
+def revisions(root: Path, base: str | None, head: str | None, targets: Iterable[str]) -> tuple[str, str | None]:
+    """The base sha (default: merge base with the target branch) and the head sha (None for the working tree)."""
+    return (resolve(root, base) if base else default_base(root, targets)), (resolve(root, head) if head else None)
+
+
 def _diff_range(base: str, head: str | None) -> list[str]:
     return [base] if head is None else [base, head]
 

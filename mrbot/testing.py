@@ -297,8 +297,7 @@ def _selection(args: argparse.Namespace, root: Path, config: Config) -> Selectio
     if args.paths:
         changed = expand_paths(root, Path.cwd(), args.paths)
     else:
-        base = git.resolve(root, args.base) if args.base else git.default_base(root, config.target_branches)
-        changed = git.changed_paths(root, base, git.resolve(root, args.head) if args.head else None)
+        changed = git.changed_paths(root, *git.revisions(root, args.base, args.head, config.target_branches))
     return select(root, config, changed)
 
 
