@@ -248,7 +248,8 @@ def _bench(args: argparse.Namespace) -> int:
     head_side = sides[-1]
     for row in rows:
         head_summary = _summarise(head_side, row)
-        row.update({k: head_summary[k] for k in ('median_ms', 'eager_median_ms', 'launch_overhead_ms', 'timing')})
+        row.update({k: head_summary[k] for k in ('samples_ms', 'median_ms', 'eager_median_ms', 'launch_overhead_ms',
+                                                  'timing')})
         row.update(_throughput(spec_of[row['op']], row, head_summary['median_ms'], ceilings))
         row['flags'] = [f"eager timing: {notes[row['id']]}"] if notes.get(row['id']) and evidence else []
         if not evidence:
@@ -261,7 +262,7 @@ def _bench(args: argparse.Namespace) -> int:
         min_effects = [max(args.min_effect, noise.get(_row_key(r), 0.0)) for r in rows]
         for row in rows:
             base_summary = _summarise(base_side, row)
-            row.update(base_ms=base_summary['samples_ms'], head_ms=_summarise(head_side, row)['samples_ms'],
+            row.update(base_ms=base_summary['samples_ms'], head_ms=row.pop('samples_ms'),
                        base_median_ms=base_summary['median_ms'], head_median_ms=row['median_ms'])
         correction = _verdicts(rows, base_side, head_side, min_effects, evidence) if finished else 'no finished round'
         _flag(rows, gate)
@@ -278,8 +279,6 @@ def _bench(args: argparse.Namespace) -> int:
             for row in rows:
                 row['aa_noise'] = round(aa_noise.get(_row_key(row), 0.0), 5)
     else:
-        for row in rows:
-            row['samples_ms'] = _summarise(head_side, row)['samples_ms']
         record.update(ref={'ref': 'working tree', 'sha': head_sha, 'dirty': dirty}, gate=gate)
     if args.ncu:
         row = rows[0]
