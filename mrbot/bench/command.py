@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -88,13 +89,26 @@ def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list
             'changed_contract': sorted(contract & set(changed))}
     if args.no_gate or not files:
         return {**gate, 'status': 'skipped'}
-    pytest_args = ('-k', args.gate_k) if args.gate_k else ()
-    print(f"gate: {' '.join(files)}{' -k ' + args.gate_k if args.gate_k else ''}", file=sys.stderr, flush=True)
+    pytest_args = (('-k', args.gate_k) if args.gate_k else ()) + _gate_workers(args.gate_workers)
+    print(f"gate: {' '.join(files)} {' '.join(pytest_args)}".rstrip(), file=sys.stderr, flush=True)
     runs = execute(files, root, jobs=1, timeout=args.gate_timeout, dispatch='off', interpret=interpret,
                    pytest_args=pytest_args)
     passed = all(r.failed == 0 and not r.note for r in runs)
-    return {**gate, 'status': 'passed' if passed else 'failed',
+    seconds = round(sum(r.duration for r in runs), 1)
+    print(f"gate {'passed' if passed else 'failed'} in {seconds} s", file=sys.stderr, flush=True)
+    return {**gate, 'status': 'passed' if passed else 'failed', 'seconds': seconds, 'pytest_args': list(pytest_args),
             'failures': [f.test for r in runs for f in r.failures][:20]}
+
+
+def _gate_workers(workers: int) -> tuple[str, ...]:
+    """pytest-xdist arguments that spread the gate's tests over `workers` processes sharing the device."""
+    if workers < 1:
+        raise MrbotError(f'--gate-workers must be at least 1, got {workers}')
+    if workers == 1:
+        return ()
+    if importlib.util.find_spec('xdist') is None:
+        raise MrbotError(f'--gate-workers {workers} needs pytest-xdist in this environment: pip install pytest-xdist')
+    return ('-n', str(workers))
 
 
 def _op_folder(root: Path, spec: OpSpec) -> str:
@@ -369,6 +383,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dispatch', choices=['off', 'on'], default='off', help='backend dispatch while timing')
     parser.add_argument('--no-gate', action='store_true', help='skip the correctness gate (a faster verdict is then withheld)')
     parser.add_argument('--gate-k', help='run only the gate tests matching this -k expression (a partial gate)')
+    parser.add_argument('--gate-workers', type=int, default=1,
+                        help='processes for the gate tests (pytest-xdist; they share the GPU before timing starts)')
     parser.add_argument('--gate-timeout', type=float, default=1800.0)
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='output of `compare`')
     parser.add_argument('--ncu', metavar='KERNEL_REGEX',

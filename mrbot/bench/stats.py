@@ -145,23 +145,24 @@ def compare_rows(rows: Sequence[tuple[Sequence[float], Sequence[float]]], min_ef
     return comparisons, note
 
 
-def noise(samples: Sequence[float]) -> float:
-    """Runner noise of one row from an A/A run: (p90 - p10) / median of its per-round values.
+def noise(ratios: Sequence[float]) -> float:
+    """Runner noise of one row from the per-round head/base ratios of an A/A run (base timed against itself).
 
-    The values are the per-round head/base ratios of an A/A run (what `mrbot bench --aa` passes), or one side's
-    per-round medians. The band holding the middle 80% of rounds, relative to the typical round, is how far one round
-    swings with no change at all; used as a row's minimum effect when it exceeds the default, it keeps a noisy runner
-    from claiming changes it cannot reproduce. Percentiles interpolate linearly, so at 10 rounds a single wild round
-    moves p90 by a tenth of its excess.
+    The larger of two things identical code showed: the swing of one round, (p90 - p10) / median of the ratios, and
+    the farthest of p10 and p90 from 1. The second catches a steady offset between two processes running the same code
+    (1.3% on one row of an H200 A/A run, docs/gpu-runs.md), which interleaving cannot cancel and a band alone would
+    miss. Used as a row's minimum effect when it exceeds the default, it keeps the runner from claiming
+    changes the same code could produce. Percentiles interpolate linearly, so at 10 rounds a single wild round moves
+    p90 by a tenth of its excess.
 
     Raises:
-        ValueError: fewer than MIN_ROUNDS values, or a value that is not positive and finite.
+        ValueError: fewer than MIN_ROUNDS ratios, or a ratio that is not positive and finite.
     """
-    values = _positive(samples, 'samples')
+    values = _positive(ratios, 'ratios')
     if len(values) < MIN_ROUNDS:
         raise ValueError(f'noise needs at least {MIN_ROUNDS} rounds of an A/A run, got {len(values)}')
     p10, median, p90 = np.percentile(values, [10, 50, 90])
-    return float((p90 - p10) / median)
+    return float(max((p90 - p10) / median, abs(p10 - 1), abs(p90 - 1)))
 
 
 def summary(samples: Sequence[float]) -> dict[str, float]:

@@ -115,6 +115,20 @@ def test_red_gate_means_no_verdict_and_exit_one(repo, monkeypatch, capsys, out_d
     assert record['gate']['frozen_ok'] is False and record['gate']['changed_contract'] == ['tests/test_op.py']
 
 
+def test_gate_workers_spread_the_gate_over_processes(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED, '--gate-workers', '2')
+    assert code == 0 and record['gate']['status'] == 'passed' and record['gate']['seconds'] > 0
+    assert record['gate']['pytest_args'] == ['-n', '2']
+
+
+def test_gate_workers_below_one_is_a_clear_error(repo, monkeypatch, capsys):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['bench', *PAIRED, '--gate-workers', '0']) == 2
+    assert capsys.readouterr().err.strip() == 'mrbot bench: error: --gate-workers must be at least 1, got 0'
+
+
 def test_a_changed_naive_reference_breaks_the_frozen_contract(repo, monkeypatch, capsys, out_dir):
     repo.commit(_files())
     repo.write({'pkg/naive.py': NAIVE + '\nEPS = 0\n'})
