@@ -10,9 +10,9 @@ import sys
 
 from mrbot.records import MrbotError
 
-# Subcommand -> the module whose `run(args)` carries it out, imported only when used (`demo` pulls in torch).
+# Subcommand -> the module whose `run(args)` carries it out, imported only when used.
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
-            'demo': 'mrbot.demo'}
+            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     importlib.import_module('mrbot.bench.command').add_arguments(bench)
     rules = commands.add_parser('rules', help='list the rules, or print the documentation of one')
     rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
-    commands.add_parser('demo', help='show what mrbot does and run a kernel of the fla library here')
+    prepare = commands.add_parser('prepare', help='check, test and benchmark a change, then write its PR body')
+    importlib.import_module('mrbot.prepare').add_arguments(prepare)
+    commands.add_parser('demo', help='run mrbot prepare on an example kernel change in a temporary clone')
     return parser
 
 

@@ -25,6 +25,18 @@ DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fi
                 'Refactor', 'Simple GLA', 'Test', 'Utils')
 
 
+STATE = '.mrbot'
+
+
+def state_dir(root: Path, *parts: str) -> Path:
+    """A folder under the repository's `.mrbot/`, created on first use; like .pytest_cache, `.mrbot/` ignores itself,
+    so nothing mrbot keeps there ever shows up as a change."""
+    folder = root.joinpath(STATE, *parts)
+    folder.mkdir(parents=True, exist_ok=True)
+    (root / STATE / '.gitignore').write_text('*\n')
+    return folder
+
+
 @dataclass(frozen=True)
 class PathOverride:
     """Rule settings for files matching any of `paths` (fnmatch patterns, where `*` also crosses `/`)."""
@@ -63,6 +75,10 @@ class Config:
     # Rule id (or id prefix such as 'RUF') -> 'error', 'warning', 'note' or 'off'.
     rules: dict[str, str] = field(default_factory=dict)
     overrides: tuple[PathOverride, ...] = ()
+    # Packages whose public signatures a change must not break without saying so (the PR body's Breaking changes).
+    public_roots: tuple[str, ...] = ('fla',)
+    # A folder of jinja2 templates that take the place of mrbot's own of the same name (pr_body.md.j2, report.md.j2).
+    templates: str = ''
 
     def severity(self, rule: str, path: str, default: str) -> str:
         """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""
@@ -120,6 +136,8 @@ def _convert(name: str, value: Any, default: Any) -> Any:
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise MrbotError(f'{where}: expected a list of strings, got {value!r}')
         return tuple(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise MrbotError(f'{where}: expected a string, got {value!r}')
     if isinstance(default, int) and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
         raise MrbotError(f'{where}: expected a positive integer, got {value!r}')
     return value

@@ -1,39 +1,57 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""`mrbot demo`: what the bot does, and one kernel of the library it serves run against its reference on this machine."""
+"""`mrbot demo`: `mrbot prepare` on a bundled example change (a simple GLA kernel tweak and a new test case), applied
+in a temporary clone of this repository, printing the PR body it writes."""
 
 from __future__ import annotations
 
 import argparse
-import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
 
-import torch
+from mrbot import git, prepare
+from mrbot.config import load_config
+from mrbot.records import MrbotError
 
-JOB = """\
-mrbot turns a change to a Triton kernel repository into a pull request a maintainer can merge:
-  1. check   the change against CONTRIBUTING.md (title, body, headers, kernel rules), on added lines only
-  2. select  the tests that depend on the change through the import graph, and run them
-  3. bench   touched kernels before and after on the same GPU, interleaved, with a confidence interval
-  4. write   the PR body: summary, test plan, benchmark evidence, breaking changes, checklist
-"""
+SOURCE = Path(__file__).resolve().parents[1]
+CHANGE = SOURCE / 'examples' / 'demo-change.patch'
+BRANCH = 'demo/simple-gla-stages'
+TITLE = '[Simple GLA] Try 4 pipeline stages in the chunk autotune space'
+# The example commit's author, so the demo works where git has no identity configured.
+IDENTITY = ('-c', 'user.name=mrbot demo', '-c', 'user.email=demo@mrbot.invalid')
+
+
+def _clone(folder: Path) -> tuple[Path, str]:
+    """A clone of this repository's HEAD with the example change committed on a branch; returns it and its base."""
+    try:
+        source = git.repo_root(SOURCE)
+    except MrbotError:
+        raise MrbotError(f'{SOURCE}: the demo clones this repository, but it is not a git checkout') from None
+    clone = folder / 'repo'
+    git.run_git(folder, 'clone', '--quiet', '--no-hardlinks', str(source), str(clone))
+    base = git.resolve(clone, 'HEAD')
+    git.run_git(clone, 'checkout', '--quiet', '-b', BRANCH)
+    git.run_git(clone, 'apply', str(CHANGE))
+    git.run_git(clone, *IDENTITY, 'commit', '--quiet', '-am', TITLE)
+    return clone, base
 
 
 def run(args: argparse.Namespace) -> int:
-    print(JOB)
-    if not torch.cuda.is_available():
-        # Without a GPU the kernels run in Triton's interpreter, which must be chosen before fla is imported.
-        os.environ.setdefault('TRITON_INTERPRET', '1')
-    from fla.ops.simple_gla import chunk_simple_gla
-    from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
-    from fla.utils import device
-
-    B, T, H, K, V = 1, 100, 2, 32, 32
-    generator = torch.Generator(device=device).manual_seed(0)
-    q, k, v = (torch.randn(B, T, H, d, device=device, generator=generator) for d in (K, K, V))
-    g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device=device, generator=generator))
-    o, _ = chunk_simple_gla(q, k, v, g)
-    ref, _ = naive_recurrent_simple_gla(q, k, v, g)
-    where = 'compiled on ' + torch.cuda.get_device_name() if device == 'cuda' else 'CPU, Triton interpreter'
-    print(f'chunk_simple_gla forward, B={B} T={T} H={H} K={K} V={V} float32 ({where})')
-    print(f'max abs error against the naive recurrence: {(o - ref).abs().max().item():.3e}')
-    return 0
+    folder = Path(tempfile.mkdtemp(prefix='mrbot-demo-'))
+    try:
+        clone, base = _clone(folder)
+        print(f'mrbot demo: a clone of this repository in {clone}, with the example change committed on {BRANCH}:\n'
+              f'  {TITLE}\n  ({CHANGE.relative_to(SOURCE)}: one more autotune config, one more test case)\n'
+              f'running mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
+        parser = argparse.ArgumentParser()
+        prepare.add_arguments(parser)
+        record = prepare.prepare(parser.parse_args(['--base', base]), clone)
+        print(prepare.render_body(record, clone, load_config(clone)), end='')
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    failed = [s['name'] for s in record['steps'] if s['status'] not in ('done', 'skipped', 'pending')]
+    if failed:
+        print(f"mrbot demo: step(s) {', '.join(failed)} did not pass; the body above says why", file=sys.stderr)
+    return 1 if failed else 0

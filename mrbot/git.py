@@ -42,6 +42,18 @@ def resolve(root: Path, ref: str) -> str:
         raise MrbotError(f"unknown revision '{ref}': expected a branch, tag or commit of this repository") from None
 
 
+def current_branch(root: Path) -> str | None:
+    """The checked-out branch, or None on a detached HEAD."""
+    return run_git(root, 'branch', '--show-current').decode().strip() or None
+
+
+def remote_url(root: Path, remote: str) -> str:
+    try:
+        return run_git(root, 'remote', 'get-url', remote).decode().strip()
+    except MrbotError:
+        raise MrbotError(f"no git remote named '{remote}': expected one of `git remote`, or pass --remote NAME") from None
+
+
 def merge_base(root: Path, a: str, b: str) -> str:
     return run_git(root, 'merge-base', a, b).decode().strip()
 

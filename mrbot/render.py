@@ -12,9 +12,11 @@ import jinja2
 TEMPLATES = Path(__file__).resolve().parents[1] / 'templates'
 
 
-def render(name: str, **values: Any) -> str:
+def render(name: str, overrides: Path | None = None, **values: Any) -> str:
+    """Render template `name`; a file of that name in the `overrides` folder (a repository's own) wins."""
+    folders = [str(overrides)] if overrides is not None else []
     environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, lstrip_blocks=True,
+        loader=jinja2.FileSystemLoader([*folders, str(TEMPLATES)]), trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
     )
     return environment.get_template(name).render(**values)

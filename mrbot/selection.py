@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mrbot.config import Config
+from mrbot.config import Config, state_dir
 from mrbot.git import run_git
 from mrbot.records import MrbotError, SelectedTest, Selection
 
@@ -110,9 +110,7 @@ def load_index(root: Path) -> dict[str, dict]:
         index[path] = entry
     if stale or len(index) != len(cached):
         try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            # like .pytest_cache, the folder ignores itself, so it never shows up as a change in any repository
-            (root / CACHE_PATH.parts[0] / '.gitignore').write_text('*\n')
+            state_dir(root, *CACHE_PATH.parent.parts[1:])
             cache_file.write_text(json.dumps({'version': CACHE_VERSION, 'files': index}))
         except OSError:
             pass
@@ -246,6 +244,15 @@ def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
     unselected = tuple(path for path in changed if path.endswith('.py') and config.is_source(path)
                        and not _chains(graph, dependents, seeds_of[path], tests))
     return Selection(tuple(changed), selected, unselected=unselected)
+
+
+def dependency_chains(root: Path, config: Config, sources: Iterable[str],
+                      targets: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """For each of `targets` that imports one of `sources`, directly or not, its shortest chain back to that source."""
+    index = load_index(root)
+    graph = build_graph(index, config)
+    seeds = {source: '' for source in sources if source in index}
+    return _chains(graph, _reverse(graph), seeds, set(targets) - set(seeds))
 
 
 def change_seeds(path: str, index: dict[str, dict], graph: Graph, config: Config) -> dict[str, str]:

@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -241,16 +242,17 @@ def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispat
 
 def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: str = 'default',
             interpret: bool | None = None, progress: Callable[[FileRun, int, int], None] | None = None,
-            pytest_args: tuple[str, ...] = ()) -> list[FileRun]:
+            pytest_args: tuple[str, ...] = (), environment: dict[str, str] | None = None) -> list[FileRun]:
     """Run each test file (relative to `root`) in its own pytest process, `jobs` at a time; results in input order.
 
-    `pytest_args` are added to each file's command line, e.g. `('-k', 'varlen')` for a partial run.
+    `pytest_args` are added to each file's command line, e.g. `('-k', 'varlen')` for a partial run, and `environment`
+    to its variables.
     `interpret` None means: under the Triton interpreter exactly when torch sees no CUDA GPU. `progress` is called
     with each finished file, how many are done and how many there are, one call at a time.
     """
     if interpret is None:
         interpret = _gpu() is None
-    env = _environment(dispatch, interpret)
+    env = {**_environment(dispatch, interpret), **(environment or {})}
     lock = threading.Lock()
     done = 0
 
@@ -301,6 +303,25 @@ def _selection(args: argparse.Namespace, root: Path, config: Config) -> Selectio
     return select(root, config, changed)
 
 
+def test_targets(selection: Selection, config: Config, root: Path) -> tuple[list[str], bool]:
+    """What to run for a selection, and whether it is the smoke set: a changed source file that no test reaches runs
+    the configured smoke tests (or every test file) rather than nothing."""
+    if not selection.tests and selection.unselected:
+        return list(config.smoke_tests) or test_files_of(python_files(root), config), True
+    return [t.test for t in selection.tests], False
+
+
+def shell_command(file_run: FileRun, device: str) -> str:
+    """The command that reruns one file as it ran, with the variables that mattered, for a reader to copy."""
+    variables = ['TRITON_INTERPRET=1'] if not device.startswith('compiled') else []
+    if _DISPATCH.get(file_run.dispatch) is not None:
+        variables.append(f'{_DISPATCH_VARIABLE}={_DISPATCH[file_run.dispatch]}')
+    command = list(file_run.command)
+    if command and command[0] == sys.executable:
+        command[0] = 'python'
+    return shlex.join(command) if not variables else f"{' '.join(variables)} {shlex.join(command)}"
+
+
 def _print_progress(file_run: FileRun, done: int, total: int) -> None:
     counts = f'{file_run.passed} passed, {file_run.failed} failed, {file_run.flaky} flaky'
     note = f' ({file_run.note})' if file_run.note else ''
@@ -315,12 +336,9 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print(format_selection(selection, args.format), end='')
         return 0
-    smoke = not selection.tests and bool(selection.unselected)
+    targets, smoke = test_targets(selection, config, root)
     if smoke:
-        targets = list(config.smoke_tests) or test_files_of(python_files(root), config)
         print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({len(targets)} targets)')
-    else:
-        targets = [t.test for t in selection.tests]
     if not targets:
         print(f'no test to run: none of the {len(selection.changed)} changed files is Python that a test imports')
         return 0

@@ -21,10 +21,10 @@ from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, load_specs, touched_ops
-from mrbot.records import MrbotError
+from mrbot.config import STATE, state_dir
+from mrbot.records import FileRun, MrbotError
 from mrbot.testing import device_label, execute
 
-STATE = Path('.mrbot')
 DEFAULT_MIN_EFFECT = 0.02
 PLAUSIBLE_SPEEDUP = 3.0
 
@@ -74,14 +74,18 @@ def _worktree(root: Path, sha: str) -> Path:
     path = root / STATE / 'worktrees' / sha[:12]
     if not (path / '.git').exists():
         git.run_git(root, 'worktree', 'prune')
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (root / STATE / '.gitignore').write_text('*\n')
+        state_dir(root, 'worktrees')
         git.run_git(root, 'worktree', 'add', '--detach', '--force', str(path), sha)
     return path
 
 
-def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool) -> dict:
-    """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone."""
+def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool,
+          earlier: list[FileRun]) -> dict:
+    """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone.
+
+    `earlier` are whole-file runs of this head on this device with dispatch off (`mrbot prepare`'s test step); a gate
+    file among them is not run again.
+    """
     files = sorted({spec.gate for spec in ops if spec.gate})
     contract = set(files) | {f'{_op_folder(root, spec)}/naive.py' for spec in ops}
     frozen_ok = not (contract & set(changed))
@@ -90,13 +94,17 @@ def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list
     if args.no_gate or not files:
         return {**gate, 'status': 'skipped'}
     pytest_args = (('-k', args.gate_k) if args.gate_k else ()) + _gate_workers(args.gate_workers)
-    print(f"gate: {' '.join(files)} {' '.join(pytest_args)}".rstrip(), file=sys.stderr, flush=True)
-    runs = execute(files, root, jobs=1, timeout=args.gate_timeout, dispatch='off', interpret=interpret,
-                   pytest_args=pytest_args)
+    reused = [] if args.gate_k else [r for r in earlier if r.file in files and r.dispatch == 'off']
+    missing = [f for f in files if f not in {r.file for r in reused}]
+    print(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
+          + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), file=sys.stderr, flush=True)
+    runs = reused + (execute(missing, root, jobs=1, timeout=args.gate_timeout, dispatch='off', interpret=interpret,
+                             pytest_args=pytest_args) if missing else [])
     passed = all(r.failed == 0 and not r.note for r in runs)
     seconds = round(sum(r.duration for r in runs), 1)
     print(f"gate {'passed' if passed else 'failed'} in {seconds} s", file=sys.stderr, flush=True)
     return {**gate, 'status': 'passed' if passed else 'failed', 'seconds': seconds, 'pytest_args': list(pytest_args),
+            'reused': [r.file for r in reused],
             'failures': [f.test for r in runs for f in r.failures][:20]}
 
 
@@ -162,7 +170,7 @@ def _flag(rows: list[dict], gate: dict) -> None:
             flags.append(f'over {PLAUSIBLE_SPEEDUP:g}x faster: review for a skipped computation')
 
 
-def _table(record: dict) -> str:
+def format_table(record: dict) -> str:
     rows = record['rows']
     paired = 'base' in record
     header = f"{'op':<22} {'mode':<7} {'shape':<26} "
@@ -202,12 +210,13 @@ def _summarise(side: Side, row: dict) -> dict:
             'timing': samples[0]['timing'] if samples else 'none', 'summary': stats.summary(ms) if ms else {}}
 
 
-def _bench(args: argparse.Namespace) -> int:
-    root = git.repo_root(Path.cwd())
+def measure(args: argparse.Namespace, root: Path, earlier_tests: list[FileRun] = ()) -> dict:
+    """One bench run as its record (BenchRun, or a single-ref run without a base); `args` are `mrbot bench`'s.
+
+    `earlier_tests` are test files this head already ran on this device (`mrbot prepare` runs the dependent tests
+    before timing); the gate reuses them instead of running those files again.
+    """
     specs = load_specs(root)
-    if args.list:
-        print(format_specs(specs), end='')
-        return 0
     if not specs:
         raise MrbotError('no benchmarkable ops: declare them in [tool.mrbot.bench.ops.<name>] of pyproject.toml')
     base_sha = git.resolve(root, args.base) if args.base else (git.resolve(root, 'HEAD') if args.aa else None)
@@ -217,7 +226,7 @@ def _bench(args: argparse.Namespace) -> int:
     device = device_label()
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
-    gate = _gate(args, root, ops, changed, interpret=not evidence)
+    gate = _gate(args, root, ops, changed, not evidence, list(earlier_tests))
     environment = {'FLA_DISABLE_BACKEND_DISPATCH': '0' if args.dispatch == 'on' else '1'}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
@@ -258,7 +267,8 @@ def _bench(args: argparse.Namespace) -> int:
     machine.update(driver=start_state.get('driver', '-'), **{'class': hardware_class(machine.get('capability', ''))},
                    ceilings=ceilings, command=sys.argv, evidence=evidence)
     notes = answers[-1]['notes']
-    record: dict = {'schema': 1, 'machine': machine, 'rounds': finished, 'interrupted': finished < args.rounds}
+    record: dict = {'schema': 1, 'machine': machine, 'rounds': finished, 'interrupted': finished < args.rounds,
+                    'dtypes': {spec.name: {i.name: i.dtype for i in spec.inputs} for spec in ops}}
     head_side = sides[-1]
     for row in rows:
         head_summary = _summarise(head_side, row)
@@ -301,10 +311,19 @@ def _bench(args: argparse.Namespace) -> int:
                                 [(side.name, side.tree) for side in sides], root / 'profile' / run_name,
                                 {**os.environ, **environment})
     record['rows'] = [{k: v for k, v in r.items() if k not in ('id', 'dims', 'shape_name')} for r in rows]
-    print(_table(record), end='')
+    return record
+
+
+def _bench(args: argparse.Namespace) -> int:
+    root = git.repo_root(Path.cwd())
+    if args.list:
+        print(format_specs(load_specs(root)), end='')
+        return 0
+    record = measure(args, root)
+    print(format_table(record), end='')
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=2) + '\n')
-    return 1 if gate['status'] == 'failed' else 0
+    return 1 if record['gate']['status'] == 'failed' else 0
 
 
 def _spec_json(spec: OpSpec) -> dict:

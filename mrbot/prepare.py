@@ -1,0 +1,265 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot prepare`: check the change, run its dependent tests, benchmark its kernels, and write the PR body.
+
+The steps run in order, each adding to one Evidence record (`.mrbot/evidence.json`); a step that fails or cannot run
+here is recorded as such, with the command that runs it elsewhere, and the others go on. The body
+(`.mrbot/pr_body.md`) is rendered from that record alone. `--open`/`--update` then put it on the forge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from mrbot import evidence, git
+from mrbot.bench import command as bench_command
+from mrbot.bench.specs import load_specs, touched_ops
+from mrbot.check import evaluate
+from mrbot.config import Config, load_config, state_dir
+from mrbot.coverage import DIR_VARIABLE, OPS_VARIABLE, read_observations
+from mrbot.evidence import Step
+from mrbot.records import ChangeSet, MrbotError, TestRun
+from mrbot.render import render
+from mrbot.rules import all_rules
+from mrbot.selection import dependency_chains, python_files, select
+from mrbot.signatures import breaking_changes
+from mrbot.summary import area, choose_title, line_counts, test_changes
+from mrbot.testing import device_label, execute, shell_command, test_targets
+
+EVIDENCE_FILE = 'evidence.json'
+BODY_FILE = 'pr_body.md'
+# Where a body cut to fit the forge says the whole text is.
+FULL_BODY = '.mrbot/pr_body.md of `mrbot prepare` in the author\'s checkout'
+
+
+def _change_json(change: ChangeSet, config: Config, root: Path) -> dict:
+    files = []
+    for file in change.files:
+        added, removed = line_counts(file)
+        files.append({'path': file.path, 'status': file.status, 'area': area(file.path), 'added': added,
+                      'removed': removed})
+    sources = [f.path for f in change.files if config.is_source(f.path) and f.path.endswith('.py')]
+    dependents = [f.path for f in change.files if f.path.endswith('.py') and not config.is_source(f.path)]
+    chains = dependency_chains(root, config, sources, dependents) if sources and dependents else {}
+    return {'base': change.base, 'head': change.head or 'WORKTREE', 'branch': git.current_branch(root),
+            'title': change.title, 'title_source': change.title_source,
+            'commits': [{'sha': c.sha, 'subject': c.subject} for c in change.commits], 'files': files,
+            'tests_changed': test_changes(change, config),
+            'chains': [{'from': path, 'chain': list(chain)} for path, chain in sorted(chains.items())]}
+
+
+class _Steps:
+    """Runs the steps in order, times them, shows progress, and keeps a step's failure from losing the others."""
+
+    def __init__(self, total: int) -> None:
+        self.done: list[Step] = []
+        self.total = total
+
+    def run(self, name: str, action: Callable[[], Step]) -> Step:
+        print(f'[{len(self.done) + 1}/{self.total}] {name} ...', file=sys.stderr, flush=True)
+        start = time.monotonic()
+        try:
+            step = action()
+        except MrbotError as error:
+            step = Step(name, 'error', detail=str(error))
+        except Exception as error:  # a bug in one step must not cost the evidence of the others
+            traceback.print_exc()
+            step = Step(name, 'error', detail=f'{type(error).__name__}: {error}')
+        step = dataclasses.replace(step, seconds=time.monotonic() - start)
+        shown = f' ({step.detail})' if step.detail else ''
+        print(f'[{len(self.done) + 1}/{self.total}] {name}: {step.status} in {step.seconds:.1f} s{shown}', file=sys.stderr,
+              flush=True)
+        self.done.append(step)
+        return step
+
+
+def prepare(args: argparse.Namespace, root: Path) -> dict:
+    """Every step of `mrbot prepare` on the change from the base to the working tree; returns the Evidence record."""
+    config = load_config(root)
+    base, _ = git.revisions(root, args.base, None, config.target_branches)
+    change = git.changeset(root, base, None, max_bytes=config.max_file_bytes)
+    title, title_source = choose_title(change, config, args.title)
+    change = dataclasses.replace(change, title=title, title_source=title_source)
+    changed = [f.path for f in change.files]
+    device = device_label()
+    on_gpu = device.startswith('compiled')
+    record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec='seconds'), 'device': device, 'change': _change_json(change, config, root), 'check': None,
+        'selection': None, 'tests': None, 'ops': [], 'coverage': [], 'bench': None, 'breaking': None}
+    found: dict = {'selection': None, 'test_run': None, 'callables': {}}
+    pending_bench = ''
+
+    def check() -> Step:
+        report = evaluate(change, config, all_rules())
+        record['check'] = report.to_json()
+        errors = sum(f.severity == 'error' for f in report.findings)
+        return Step('check', 'failed' if errors else 'done',
+                    detail=f'{len(report.findings)} findings, {errors} errors' if report.findings else 'no findings')
+
+    def selection_and_ops() -> Step:
+        nonlocal pending_bench
+        found['selection'] = selection = select(root, config, changed)
+        record['selection'] = selection.to_json()
+        specs = load_specs(root)
+        touched = touched_ops(root, specs, changed)
+        record['ops'] = [spec.name for spec in touched]
+        found['callables'] = {spec.name: spec.callable for spec in touched}
+        pending_bench = f"mrbot bench --op {' '.join(record['ops'])} --base {base[:12]}"
+        return Step('select', 'done', detail=f"{len(selection.tests)} test files; touched ops: "
+                                             f"{', '.join(record['ops']) or 'none'}")
+
+    def tests() -> Step:
+        if args.no_tests:
+            return Step('tests', 'skipped', detail='--no-tests', command=f'mrbot test --base {base[:12]}')
+        if found['selection'] is None:
+            return Step('tests', 'skipped', detail='no selection')
+        targets, smoke = test_targets(found['selection'], config, root)
+        if not targets:
+            return Step('tests', 'skipped', detail='no test reaches the change')
+        coverage_dir = state_dir(root, 'coverage')
+        for stale in coverage_dir.glob('*.jsonl'):
+            stale.unlink()
+        watch = {'PYTEST_PLUGINS': 'mrbot.coverage', OPS_VARIABLE: json.dumps(found['callables']),
+                 DIR_VARIABLE: str(coverage_dir)} if found['callables'] else {}
+        files = execute(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
+                        interpret=not on_gpu, environment=watch)
+        found['test_run'] = run = TestRun(device, tuple(files), found['selection'], smoke)
+        record['tests'] = {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+        if found['callables']:
+            record['coverage'] = [c.to_json() for c in read_observations(coverage_dir, record['ops'])]
+        passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
+        return Step('tests', 'done' if run.ok else 'failed',
+                    detail=f'{passed} passed, {failed} failed in {len(files)} files ({device})')
+
+    def breaking() -> Step:
+        changes = breaking_changes(change, config.public_roots, python_files(root))
+        record['breaking'] = [b.to_json() for b in changes]
+        return Step('breaking', 'done', detail=f'{len(changes)} breaking changes' if changes else 'none')
+
+    def bench() -> Step:
+        ops = record['ops']
+        if not ops:
+            return Step('bench', 'skipped', detail='no kernel change')
+        if args.no_bench:
+            return Step('bench', 'skipped', detail='--no-bench', command=pending_bench)
+        if not on_gpu:
+            return Step('bench', 'pending', detail=f"no GPU here; or comment `/bench {' '.join(ops)}` on the PR",
+                        command=pending_bench)
+        test_run = found['test_run']
+        if test_run is not None and not test_run.ok:
+            return Step('bench', 'skipped', detail='the dependent tests failed', command=pending_bench)
+        parser = argparse.ArgumentParser()
+        bench_command.add_arguments(parser)
+        bench_args = parser.parse_args(['--op', *ops, '--base', base, '--rounds', str(args.bench_rounds)])
+        record['bench'] = bench_command.measure(bench_args, root, list(test_run.files) if test_run else [])
+        print(bench_command.format_table(record['bench']), end='', file=sys.stderr)
+        return Step('bench', 'failed' if record['bench']['gate']['status'] == 'failed' else 'done',
+                    command=pending_bench)
+
+    actions = (('check', check), ('select', selection_and_ops), ('tests', tests), ('breaking', breaking),
+               ('bench', bench))
+    steps = _Steps(len(actions))
+    for name, action in actions:
+        steps.run(name, action)
+    record['steps'] = [s.to_json() for s in steps.done]
+    record['conclusion'] = evidence.conclusion(record)
+    record['checklist'] = evidence.checklist(record)
+    return record
+
+
+def render_body(record: dict, root: Path, config: Config) -> str:
+    overrides = root / config.templates if config.templates else None
+    if overrides is not None and not overrides.is_dir():
+        raise MrbotError(f'[tool.mrbot] templates = "{config.templates}": no such folder in the repository')
+    return render('pr_body.md.j2', overrides, e=record)
+
+
+def _publish(args: argparse.Namespace, root: Path, record: dict, body: str) -> str:
+    """Create or update the PR/MR of the current branch with the body; returns its URL. Pushes nothing."""
+    from mrbot import forges
+
+    if git.changed_paths(root, 'HEAD', None):
+        raise MrbotError('the working tree has uncommitted changes, which the pull request would not contain: '
+                         'commit and push them, then run mrbot prepare --open again')
+    branch = record['change']['branch']
+    if branch is None:
+        raise MrbotError('HEAD is detached: check out the branch to open the pull request from')
+    kind, project, _ = forges.parse_remote(git.remote_url(root, args.remote))
+    kind = args.forge or kind
+    forge = forges.connect(kind, project, url=args.gitlab_url if kind == 'gitlab' else None)
+    if not forge.branch_exists(branch):
+        raise MrbotError(f"branch '{branch}' is not on {args.remote}: push it first (git push -u {args.remote} {branch}); "
+                         'mrbot prepare --open pushes nothing itself')
+    title = record['change']['title']
+    body = forges.fit_body(body, forge.body_limit, FULL_BODY)
+    existing = forge.find_pull(branch)
+    if existing is not None:
+        return forge.update_pull(existing.number, title=title, body=body).url
+    if args.update:
+        raise MrbotError(f"no open pull request has '{branch}' as its head: use --open to create one")
+    return forge.create_pull(branch, args.target, title, body, draft=not args.ready).url
+
+
+
+def _summary(record: dict, body_path: Path, evidence_path: Path) -> str:
+    lines = [f"title: {record['change']['title']}"]
+    lines += [f"  {s['name']:<9} {s['status']:<8} {s['detail']}" + (f" -> {s['command']}" if s['command'] and
+                                                                     s['status'] != 'done' else '')
+              for s in record['steps']]
+    ticked = sum(item['done'] for item in record['checklist'])
+    lines.append(f"benchmark: {record['conclusion']['text']}")
+    lines.append(f"checklist: {ticked} of {len(record['checklist'])} ticked")
+    lines.append(f'PR body: {body_path}')
+    lines.append(f'evidence: {evidence_path}')
+    return '\n'.join(lines) + '\n'
+
+
+def run(args: argparse.Namespace) -> int:
+    root = git.repo_root(Path.cwd())
+    config = load_config(root)
+    if args.bench_rounds < 3:
+        raise MrbotError(f'--bench-rounds must be at least 3 (a confidence interval needs them), got {args.bench_rounds}')
+    record = prepare(args, root)
+    body = render_body(record, root, config)
+    folder = state_dir(root)
+    evidence_path, body_path = folder / EVIDENCE_FILE, folder / BODY_FILE
+    evidence_path.write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
+    body_path.write_text(body, encoding='utf-8')
+    if args.open or args.update:
+        record['pull_request'] = _publish(args, root, record, body)
+        evidence_path.write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
+    if args.format == 'json':
+        print(json.dumps(record, indent=2))
+    else:
+        print(_summary(record, body_path, evidence_path), end='')
+        if record.get('pull_request'):
+            print(f"pull request: {record['pull_request']}")
+    return 0 if all(s['status'] in ('done', 'skipped', 'pending') for s in record['steps']) else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
+    parser.add_argument('--title', help='the PR title (default: the first commit subject, tagged from the paths)')
+    parser.add_argument('--no-tests', action='store_true', help='do not run the dependent tests')
+    parser.add_argument('--no-bench', action='store_true', help='do not benchmark, even on a GPU')
+    parser.add_argument('--bench-rounds', type=int, default=10, help='interleaved rounds of the benchmark (default 10)')
+    parser.add_argument('--test-timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
+    parser.add_argument('--format', choices=['text', 'json'], default='text', help='the terminal summary')
+    publish = parser.add_mutually_exclusive_group()
+    publish.add_argument('--open', action='store_true',
+                         help='create the PR/MR of this branch (draft) or update it; the branch must be pushed')
+    publish.add_argument('--update', action='store_true', help='update the existing PR/MR of this branch')
+    parser.add_argument('--ready', action='store_true', help='with --open: create it ready for review, not as a draft')
+    parser.add_argument('--remote', default='origin', help='the git remote whose forge hosts the PR (default: origin)')
+    parser.add_argument('--forge', choices=['github', 'gitlab'], help='the forge, when the remote URL does not say')
+    parser.add_argument('--gitlab-url', help='a self-hosted GitLab (default: CI_SERVER_URL, else https://gitlab.com)')
+    parser.add_argument('--target', default='main', help='the branch the PR/MR merges into (default: main)')
