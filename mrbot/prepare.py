@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import importlib.util
 import json
 import os
 import sys
@@ -33,7 +34,7 @@ from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, python_files, select
 from mrbot.signatures import breaking_changes
 from mrbot.summary import area, choose_title, line_counts, test_changes
-from mrbot.testing import device_label, execute, shell_command, test_targets
+from mrbot.testing import device_label, execute, shell_command, test_targets, xdist_args
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
@@ -130,8 +131,11 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
             stale.unlink()
         watch = {'PYTEST_PLUGINS': 'mrbot.coverage', OPS_VARIABLE: json.dumps(found['callables']),
                  DIR_VARIABLE: str(coverage_dir)} if found['callables'] else {}
+        # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
+        spread = on_gpu and importlib.util.find_spec('xdist') is not None
+        workers = args.test_workers or (min(8, max(1, (os.cpu_count() or 2) // 2)) if spread else 1)
         files = execute(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
-                        interpret=not on_gpu, environment=watch)
+                        interpret=not on_gpu, pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
         found['test_run'] = run = TestRun(device, tuple(files), found['selection'], smoke)
         record['tests'] = {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
         if found['callables']:
@@ -252,6 +256,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--no-tests', action='store_true', help='do not run the dependent tests')
     parser.add_argument('--no-bench', action='store_true', help='do not benchmark, even on a GPU')
     parser.add_argument('--bench-rounds', type=int, default=10, help='interleaved rounds of the benchmark (default 10)')
+    parser.add_argument('--test-workers', type=int, default=0,
+                        help='processes per test file (pytest-xdist; default: up to 8 on a GPU, 1 on CPU)')
     parser.add_argument('--test-timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='the terminal summary')
     publish = parser.add_mutually_exclusive_group()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import shlex
@@ -309,6 +310,18 @@ def test_targets(selection: Selection, config: Config, root: Path) -> tuple[list
     if not selection.tests and selection.unselected:
         return list(config.smoke_tests) or test_files_of(python_files(root), config), True
     return [t.test for t in selection.tests], False
+
+
+def xdist_args(workers: int, flag: str) -> tuple[str, ...]:
+    """pytest-xdist arguments that spread one file's tests over `workers` processes (1: none); `flag` names the option
+    that asked for them, for the error."""
+    if workers < 1:
+        raise MrbotError(f'{flag} must be at least 1, got {workers}')
+    if workers == 1:
+        return ()
+    if importlib.util.find_spec('xdist') is None:
+        raise MrbotError(f'{flag} {workers} needs pytest-xdist in this environment: pip install pytest-xdist')
+    return ('-n', str(workers))
 
 
 def shell_command(file_run: FileRun, device: str) -> str:

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, load_specs, touched_ops
 from mrbot.config import STATE, state_dir
 from mrbot.records import FileRun, MrbotError
-from mrbot.testing import device_label, execute
+from mrbot.testing import device_label, execute, xdist_args
 
 DEFAULT_MIN_EFFECT = 0.02
 PLAUSIBLE_SPEEDUP = 3.0
@@ -93,7 +92,7 @@ def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list
             'changed_contract': sorted(contract & set(changed))}
     if args.no_gate or not files:
         return {**gate, 'status': 'skipped'}
-    pytest_args = (('-k', args.gate_k) if args.gate_k else ()) + _gate_workers(args.gate_workers)
+    pytest_args = (('-k', args.gate_k) if args.gate_k else ()) + xdist_args(args.gate_workers, '--gate-workers')
     reused = [] if args.gate_k else [r for r in earlier if r.file in files and r.dispatch == 'off']
     missing = [f for f in files if f not in {r.file for r in reused}]
     print(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
@@ -106,17 +105,6 @@ def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list
     return {**gate, 'status': 'passed' if passed else 'failed', 'seconds': seconds, 'pytest_args': list(pytest_args),
             'reused': [r.file for r in reused],
             'failures': [f.test for r in runs for f in r.failures][:20]}
-
-
-def _gate_workers(workers: int) -> tuple[str, ...]:
-    """pytest-xdist arguments that spread the gate's tests over `workers` processes sharing the device."""
-    if workers < 1:
-        raise MrbotError(f'--gate-workers must be at least 1, got {workers}')
-    if workers == 1:
-        return ()
-    if importlib.util.find_spec('xdist') is None:
-        raise MrbotError(f'--gate-workers {workers} needs pytest-xdist in this environment: pip install pytest-xdist')
-    return ('-n', str(workers))
 
 
 def _op_folder(root: Path, spec: OpSpec) -> str:

@@ -1,0 +1,284 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Where mrbot meets GitHub and GitLab: the one interface both adapters implement, and the helpers they share.
+
+A forge posts what it is given and knows no rules. Every failure it reports is one MrbotError line naming the forge,
+what was being done and what to change; a caller's mistake (an over-long body, an unknown purpose) is a ValueError.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import requests
+from urllib3 import Retry
+
+from mrbot.records import MrbotError
+
+REACTIONS = ('eyes', '+1', '-1', 'rocket', 'confused', 'hooray', 'heart', 'laugh')
+PERMISSIONS = ('admin', 'maintain', 'write', 'triage', 'read', 'none')
+# Answers worth another try: the server was busy or broken, or asked us to slow down.
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+MAX_BACKOFF = 60.0
+GITHUB_API = 'https://api.github.com'
+GITLAB_URL = 'https://gitlab.com'
+GITHUB_TOKEN_VARIABLES = ('GITHUB_TOKEN', 'GH_TOKEN')
+GITLAB_TOKEN_VARIABLES = ('GITLAB_TOKEN',)
+_PURPOSE = re.compile(r'[a-z0-9]+(?:-[a-z0-9]+)*')
+# The scp-like form git accepts for ssh remotes: [user@]host:path, where the path does not start with a slash.
+_SCP_REMOTE = re.compile(r'(?:[^@/:]+@)?(?P<host>[^@/:]+):(?P<path>[^/].*)')
+_REMOTE_FORMS = 'https://HOST/OWNER/NAME(.git), git@HOST:OWNER/NAME.git or ssh://git@HOST/OWNER/NAME'
+# A fenced code block opens and closes with a run of three or more backticks or tildes, indented at most three spaces.
+_FENCE = re.compile(r' {0,3}(`{3,}|~{3,})')
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """A GitHub pull request or a GitLab merge request, as the forge reports it after the call.
+
+    `number` is the PR number or the MR iid; `title` is without GitLab's draft prefix, which `draft` reports instead.
+    """
+
+    number: int
+    url: str
+    title: str
+    body: str
+    head_branch: str
+    head_sha: str
+    base_branch: str
+    draft: bool
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A comment on a PR (a GitHub issue comment) or an MR (a GitLab note); `created` is False when one was edited."""
+
+    id: int
+    url: str
+    created: bool
+
+
+class Forge(Protocol):
+    """What mrbot asks of a forge. `body_limit` is how many characters a PR/MR body or a comment may hold there."""
+
+    name: str
+    body_limit: int
+
+    def find_pull(self, branch: str) -> PullRequest | None:
+        """The open PR/MR whose head is `branch` of this project, or None."""
+
+    def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a PR/MR from `branch` into `base`; when one is already open for `branch`, update that one instead."""
+
+    def update_pull(self, number: int, title: str | None = None, body: str | None = None) -> PullRequest:
+        """Change the title and/or body of a PR/MR, keeping its draft state."""
+
+    def branch_exists(self, branch: str) -> bool:
+        """Whether the project has `branch`."""
+
+    def upsert_comment(self, number: int, purpose: str, body: str) -> Comment:
+        """Post `body` as the bot's comment for `purpose` on a PR/MR, editing the one a previous run posted."""
+
+    def add_reaction(self, number: int, comment_id: int, reaction: str) -> None:
+        """React to a comment on a PR/MR with one of REACTIONS; reacting twice is one reaction."""
+
+    def permission(self, user: str) -> str:
+        """The user's role in the project, one of PERMISSIONS."""
+
+
+class ForgeRetry(Retry):
+    """urllib3's Retry, waiting `backoff_factor * 2**attempt` seconds (at most `backoff_max`) from the first retry on.
+
+    urllib3 retries the first time without waiting; a forge that just answered 502 or 429 deserves a pause. A
+    Retry-After header still wins, as in urllib3.
+    """
+
+    def get_backoff_time(self) -> float:
+        attempt = len(self.history) - 1
+        return 0.0 if attempt < 0 else min(self.backoff_max, self.backoff_factor * 2 ** attempt)
+
+
+def retry_policy(retry_class: type[ForgeRetry], retries: int, backoff: float, **settings: object) -> ForgeRetry:
+    """The Retry both adapters give their HTTP sessions: `retries` retries of RETRY_STATUSES and dropped connections.
+
+    An exhausted Retry raises, so that the client's own retrying (python-gitlab's) never sees the last answer.
+    """
+    return retry_class(total=retries, backoff_factor=backoff, backoff_max=MAX_BACKOFF, status_forcelist=RETRY_STATUSES,
+                       raise_on_status=True, **settings)
+
+
+def network_error(forge: str, doing: str, error: requests.RequestException, retries: int) -> MrbotError:
+    """The one-line error for a request that never got a usable answer: the forge kept failing, or was unreachable."""
+    reason = error.args[0] if error.args else error
+    # requests wraps urllib3's MaxRetryError, whose reason says what went wrong last.
+    reason = getattr(reason, 'reason', reason)
+    detail = ' '.join(str(reason).split())
+    if isinstance(error, requests.exceptions.RetryError):
+        return MrbotError(f'{forge}: {doing}: still failing after {retries} retries ({detail}); try again later')
+    return MrbotError(f'{forge}: {doing}: no answer after {retries} retries ({detail}); check the network and the '
+                      f'{forge} URL')
+
+
+def _token(token: str | None, environ: Mapping[str, str], forge: str, variables: tuple[str, ...]) -> tuple[str, str]:
+    """The token and where it came from, for error messages: the argument, else the first variable that is set."""
+    if token:
+        return token, 'the token given to mrbot'
+    for variable in variables:
+        if environ.get(variable):
+            return environ[variable], variable
+    raise MrbotError(f'no {forge} token: set {" or ".join(variables)} to a token that may write to the project')
+
+
+def connect(kind: str, project: str, *, url: str | None = None, token: str | None = None,
+            environ: Mapping[str, str] = os.environ, retries: int = 4, backoff: float = 1.0) -> Forge:
+    """The adapter for one project on one forge, ready to call; nothing is requested until a method is.
+
+    Args:
+        kind (str):
+            'github' or 'gitlab'.
+        project (str):
+            'owner/name' on GitHub, 'group/subgroup/name' on GitLab.
+        url (str, Optional):
+            GitHub's API URL or GitLab's server URL; `None` takes GITHUB_API_URL (else https://api.github.com) or
+            CI_SERVER_URL (else https://gitlab.com) from `environ`.
+            Default: `None`.
+        token (str, Optional):
+            The API token; `None` takes GITHUB_TOKEN, else GH_TOKEN, or GITLAB_TOKEN from `environ`.
+            Default: `None`.
+        environ (Mapping[str, str], Optional):
+            Where the variables above are read.
+            Default: `os.environ`.
+        retries (int, Optional):
+            Retries of a request that met a 429, a 5xx, a rate limit or a dropped connection.
+            Default: `4`.
+        backoff (float, Optional):
+            Seconds before the first retry, doubling for each further one up to 60; a Retry-After header wins.
+            Default: `1.0`.
+
+    Raises:
+        MrbotError: the forge is unknown or no token is set.
+    """
+    if kind == 'github':
+        from mrbot.forges.github import GitHub
+
+        secret, source = _token(token, environ, 'GitHub', GITHUB_TOKEN_VARIABLES)
+        return GitHub(project, url or environ.get('GITHUB_API_URL') or GITHUB_API, secret, source, retries, backoff)
+    if kind == 'gitlab':
+        from mrbot.forges.gitlab import GitLab
+
+        secret, source = _token(token, environ, 'GitLab', GITLAB_TOKEN_VARIABLES)
+        return GitLab(project, url or environ.get('CI_SERVER_URL') or GITLAB_URL, secret, source, retries, backoff)
+    raise MrbotError(f"unknown forge '{kind}': expected github or gitlab")
+
+
+def _bad_remote(remote_url: str) -> MrbotError:
+    # A remote may carry credentials (https://user:token@host/...); they stay out of the message.
+    shown = re.sub(r'//[^/@]*@', '//', remote_url)
+    return MrbotError(f"cannot tell the project from the remote URL '{shown}': expected {_REMOTE_FORMS} "
+                      '(on GitLab, OWNER may be group/subgroup)')
+
+
+def parse_remote(remote_url: str) -> tuple[str, str, str]:
+    """The forge ('github' or 'gitlab'), the project and the web base URL of a git remote URL.
+
+    https, http, ssh:// and scp-like (git@host:owner/name.git) remotes are read. A host whose name contains 'gitlab'
+    is GitLab, any other GitHub (github.com or a GitHub Enterprise server). An ssh remote's web base is https on the
+    same host.
+
+    Raises:
+        MrbotError: the URL is none of those forms, or its path does not name a project.
+    """
+    text = remote_url.strip()
+    if '://' in text:
+        parts = urlsplit(text)
+        try:
+            host, port = parts.hostname or '', parts.port
+        except ValueError:
+            raise _bad_remote(remote_url) from None
+        if parts.scheme in ('http', 'https'):
+            web = f'{parts.scheme}://{host}' + (f':{port}' if port else '')
+        elif parts.scheme in ('ssh', 'git+ssh'):
+            web = f'https://{host}'
+        else:
+            raise _bad_remote(remote_url)
+        path = parts.path
+    else:
+        match = _SCP_REMOTE.fullmatch(text)
+        if match is None:
+            raise _bad_remote(remote_url)
+        host, path = match['host'].lower(), match['path']
+        web = f'https://{host}'
+    path = path.strip('/')
+    segments = path.removesuffix('.git').split('/')
+    kind = 'gitlab' if 'gitlab' in host else 'github'
+    fits = len(segments) == 2 if kind == 'github' else len(segments) >= 2
+    if not host or not fits or not all(segments):
+        raise _bad_remote(remote_url)
+    return kind, '/'.join(segments), web
+
+
+def marker(purpose: str) -> str:
+    """The hidden first line that identifies the bot's comment for `purpose`, e.g. '<!-- mrbot:report -->'.
+
+    Raises:
+        ValueError: `purpose` is not lowercase letters and digits in dash-separated words.
+    """
+    if not _PURPOSE.fullmatch(purpose):
+        raise ValueError(f"comment purpose '{purpose}': expected lowercase letters and digits in dash-separated words")
+    return f'<!-- mrbot:{purpose} -->'
+
+
+def _fence_after(line: str, open_fence: str | None) -> str | None:
+    """The code fence open after `line`, given the one open before it (None: outside any fenced block)."""
+    match = _FENCE.match(line)
+    if match is None:
+        return open_fence
+    run = match[1]
+    if open_fence is None:
+        return run
+    closes = run[0] == open_fence[0] and len(run) >= len(open_fence) and not line[match.end():].strip()
+    return None if closes else open_fence
+
+
+def fit_body(body: str, limit: int, full_text_url: str) -> str:
+    """`body` when it fits in `limit` characters, else its first lines followed by a line saying where the rest is.
+
+    The cut falls at a line boundary; a fenced code block left open by the cut is closed so that the note renders as
+    text. The result, note included, is at most `limit` characters long.
+
+    Args:
+        body (str):
+            The markdown to post.
+        limit (int):
+            The forge's `body_limit`, less whatever the caller adds around the body.
+        full_text_url (str):
+            Where the whole text can be read, e.g. the CI run's artifact.
+
+    Raises:
+        ValueError: `limit` is too small for the note alone.
+    """
+    if len(body) <= limit:
+        return body
+    note = f"_Truncated to fit this forge's {limit}-character limit; the full text is at {full_text_url}._"
+    if len(note) > limit:
+        raise ValueError(f'a limit of {limit} characters leaves no room for the {len(note)}-character truncation note')
+    kept: list[str] = []
+    size, fence = 0, None
+    # Every line but the last ends with a newline; the last cannot be kept, as the whole body does not fit.
+    for line in (f'{text}\n' for text in body.split('\n')[:-1]):
+        fence_after = _fence_after(line, fence)
+        closing = len(fence_after) + 1 if fence_after else 0
+        # A blank line between the kept text and the note keeps the note a paragraph of its own.
+        if size + len(line) + closing + 1 + len(note) > limit:
+            break
+        kept.append(line)
+        size, fence = size + len(line), fence_after
+    if not kept:
+        return note
+    closing_line = f'{fence}\n' if fence else ''
+    return f"{''.join(kept)}{closing_line}\n{note}"
