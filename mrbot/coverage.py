@@ -3,10 +3,11 @@
 """Which coverage axes of an op its tests exercise: a pytest plugin that watches the op's calls, and the matrix.
 
 The axes are those of a kernel change's correctness coverage (dense and varlen, forward and backward, initial and final
-state, K != V, grouped value heads, the gate and beta modes, in-kernel L2 norm) that the op's signature supports. The
-plugin (`pytest -p mrbot.coverage`, switched on by MRBOT_COVERAGE_OPS and MRBOT_COVERAGE_DIR) replaces each op, before
-the first test module is imported, by a wrapper that records which axes every call hits and whether a gradient flowed
-back through its outputs; only tests that pass count. It imports nothing from the repository until the first module.
+state, K != V, grouped value heads, the gate and beta modes, in-kernel L2 norm) that the op's signature supports. As a
+pytest plugin, switched on by MRBOT_COVERAGE_OPS and MRBOT_COVERAGE_DIR, this module replaces each op, before the first
+test module is imported, by a wrapper that records which axes every call hits and whether a gradient flowed back
+through its outputs; only tests that pass count. It imports only the standard library (`mrbot prepare` loads a copy
+of it by file, see there), and nothing from the tested repository until the first test module.
 """
 
 from __future__ import annotations

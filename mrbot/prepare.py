@@ -15,18 +15,19 @@ import datetime
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from mrbot import evidence, git
+from mrbot import coverage, evidence, git
 from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs, touched_ops
 from mrbot.check import evaluate
 from mrbot.config import Config, load_config, state_dir
-from mrbot.coverage import DIR_VARIABLE, OPS_VARIABLE, read_observations
+from mrbot.coverage import read_observations
 from mrbot.evidence import Step
 from mrbot.records import ChangeSet, MrbotError, TestRun
 from mrbot.render import render
@@ -38,6 +39,8 @@ from mrbot.testing import device_label, execute, shell_command, test_targets, xd
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
+# The module name the coverage plugin is loaded under in test processes.
+PLUGIN = 'mrbot_coverage_plugin'
 # Where a body cut to fit the forge says the whole text is.
 FULL_BODY = '.mrbot/pr_body.md of `mrbot prepare` in the author\'s checkout'
 
@@ -56,6 +59,19 @@ def _change_json(change: ChangeSet, config: Config, root: Path) -> dict:
             'commits': [{'sha': c.sha, 'subject': c.subject} for c in change.commits], 'files': files,
             'tests_changed': test_changes(change, config),
             'chains': [{'from': path, 'chain': list(chain)} for path, chain in sorted(chains.items())]}
+
+
+def _coverage_environment(root: Path, callables: dict[str, str], folder: Path) -> dict[str, str]:
+    """Variables that load the coverage plugin into a test process, watching `callables` and writing to `folder`.
+
+    The plugin is copied under `.mrbot/` and loaded by that name, so that the tested tree's own `mrbot` (an older one,
+    or none in another repository) cannot stand in for it; it imports only the standard library.
+    """
+    plugins = state_dir(root, 'plugins')
+    shutil.copyfile(coverage.__file__, plugins / f'{PLUGIN}.py')
+    path = os.pathsep.join(filter(None, [str(plugins), os.environ.get('PYTHONPATH')]))
+    return {'PYTHONPATH': path, 'PYTEST_PLUGINS': PLUGIN, coverage.OPS_VARIABLE: json.dumps(callables),
+            coverage.DIR_VARIABLE: str(folder)}
 
 
 class _Steps:
@@ -129,8 +145,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         coverage_dir = state_dir(root, 'coverage')
         for stale in coverage_dir.glob('*.jsonl'):
             stale.unlink()
-        watch = {'PYTEST_PLUGINS': 'mrbot.coverage', OPS_VARIABLE: json.dumps(found['callables']),
-                 DIR_VARIABLE: str(coverage_dir)} if found['callables'] else {}
+        watch = _coverage_environment(root, found['callables'], coverage_dir) if found['callables'] else {}
         # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
         spread = on_gpu and importlib.util.find_spec('xdist') is not None
         workers = args.test_workers or (min(8, max(1, (os.cpu_count() or 2) // 2)) if spread else 1)

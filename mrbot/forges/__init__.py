@@ -108,8 +108,8 @@ def retry_policy(retry_class: type[ForgeRetry], retries: int, backoff: float, **
 
     An exhausted Retry raises, so that the client's own retrying (python-gitlab's) never sees the last answer.
     """
-    return retry_class(total=retries, backoff_factor=backoff, backoff_max=MAX_BACKOFF, status_forcelist=RETRY_STATUSES,
-                       raise_on_status=True, **settings)
+    return retry_class(total=retries, backoff_factor=backoff, backoff_max=MAX_BACKOFF,
+                       status_forcelist=list(RETRY_STATUSES), raise_on_status=True, **settings)
 
 
 def network_error(forge: str, doing: str, error: requests.RequestException, retries: int) -> MrbotError:
@@ -124,13 +124,37 @@ def network_error(forge: str, doing: str, error: requests.RequestException, retr
                       f'{forge} URL')
 
 
+def forge_error(forge: str, doing: str, status: int | None, message: str, advice: str = '') -> MrbotError:
+    """The one-line error for a request the forge refused: what was being done, its answer, and what to change."""
+    answer = message if status is None or message.startswith(str(status)) else f'{status} {message}'
+    return MrbotError(f'{forge}: {doing}: {answer}' + (f'; {advice}' if advice else ''))
+
+
+def require_fit(text: str, limit: int, what: str) -> None:
+    """Refuse text over the forge's limit: the caller fits it with `fit_body`, which knows where the full text is."""
+    if len(text) > limit:
+        raise ValueError(f'{what} is {len(text)} characters, over the limit of {limit}: fit it with fit_body first')
+
+
+def sticky_text(purpose: str, body: str, limit: int) -> str:
+    """What the bot's comment for `purpose` holds: the marker line, then `body`; together within `limit`."""
+    text = f'{marker(purpose)}\n{body}'
+    require_fit(text, limit, f"the '{purpose}' comment with its {len(marker(purpose)) + 1}-character marker line")
+    return text
+
+
+def carries_marker(body: str | None, purpose: str) -> bool:
+    """Whether a comment's first line is the marker of `purpose` (who wrote it is for the adapter to check)."""
+    return (body or '').split('\n', 1)[0].strip() == marker(purpose)
+
+
 def _token(token: str | None, environ: Mapping[str, str], forge: str, variables: tuple[str, ...]) -> tuple[str, str]:
-    """The token and where it came from, for error messages: the argument, else the first variable that is set."""
+    """The token and where it came from ('given to mrbot', 'from GITHUB_TOKEN'), for messages about it."""
     if token:
-        return token, 'the token given to mrbot'
+        return token, 'given to mrbot'
     for variable in variables:
         if environ.get(variable):
-            return environ[variable], variable
+            return environ[variable], f'from {variable}'
     raise MrbotError(f'no {forge} token: set {" or ".join(variables)} to a token that may write to the project')
 
 

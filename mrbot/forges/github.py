@@ -1,0 +1,206 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The GitHub adapter, on PyGithub: pull requests, sticky issue comments, reactions and collaborator roles.
+
+Retrying is PyGithub's own: it hands a urllib3 Retry to its HTTP session, and its GithubRetry tells GitHub's rate
+limit 403s (retried, waiting for Retry-After or the quota's reset) from the others (raised at once). What it leaves
+out is added here: edits (PATCH) are retried too, a 429 is retried without a Retry-After header, a 429 that spent the
+quota waits for x-ratelimit-reset, and the first retry waits as well.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from urllib.parse import quote
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry
+from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest as GitHubPullRequest
+from urllib3 import Retry
+from urllib3.response import BaseHTTPResponse
+
+from mrbot.forges import (
+    PERMISSIONS,
+    REACTIONS,
+    Comment,
+    ForgeRetry,
+    PullRequest,
+    carries_marker,
+    forge_error,
+    network_error,
+    require_fit,
+    retry_policy,
+    sticky_text,
+)
+
+# GitHub refuses a longer PR body or comment with "body is too long (maximum is 65536 characters)"; its REST
+# reference does not state the number.
+BODY_LIMIT = 65536
+_WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
+_WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
+_READ = '`metadata: read` and `pull-requests: read` (a classic token: the `repo` scope for a private repository)'
+
+
+class _Retry(ForgeRetry, GithubRetry):
+    """GithubRetry with mrbot's waits, which also waits for x-ratelimit-reset after a 429 that spent the quota."""
+
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
+        retry_after = super().get_retry_after(response)
+        reset = response.headers.get('x-ratelimit-reset', '')
+        if retry_after is None and response.headers.get('x-ratelimit-remaining') == '0' and reset.isdigit():
+            return max(0.0, int(reset) - time.time())
+        return retry_after
+
+
+def _message(error: GithubException) -> str:
+    """GitHub's message of a refused request, with the details of a validation failure, on one line."""
+    data = error.data if isinstance(error.data, dict) else {}
+    parts = [str(data.get('message') or error.message or '')]
+    for detail in data.get('errors') or ():
+        if isinstance(detail, dict):
+            parts.append(str(detail.get('message') or ' '.join(str(detail[key]) for key in ('field', 'code')
+                                                                 if key in detail)))
+        else:
+            parts.append(str(detail))
+    return ' '.join(': '.join(part for part in parts if part).split()) or 'no message'
+
+
+class GitHub:
+    """One GitHub repository ('owner/name') through PyGithub, with the token and API URL `connect` found."""
+
+    name = 'github'
+    body_limit = BODY_LIMIT
+
+    def __init__(self, project: str, api_url: str, token: str, token_source: str, retries: int, backoff: float) -> None:
+        self.project = project
+        self._owner = project.split('/')[0]
+        self._token_source = token_source
+        self._retries = retries
+        # Edits are PATCH requests, which urllib3 does not retry by default; GitHub applies them idempotently.
+        retry = retry_policy(_Retry, retries, backoff, allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {'POST', 'PATCH'})
+        # PyGithub spaces requests (0.25 s, 1 s between writes) to stay clear of secondary rate limits; the spacing
+        # scales with backoff, so that at the default backoff it is PyGithub's own.
+        self._github = Github(auth=Auth.Token(token), base_url=api_url.rstrip('/'), retry=retry, per_page=100, lazy=True,
+                              seconds_between_requests=backoff / 4, seconds_between_writes=backoff)
+        self._repo = self._github.get_repo(project)
+
+    @contextmanager
+    def _doing(self, doing: str, needs: str) -> Iterator[None]:
+        """Turn what PyGithub and requests raise in the block into one MrbotError line about `doing`."""
+        try:
+            yield
+        except GithubException as error:
+            raise forge_error('GitHub', doing, error.status, _message(error), self._advice(error.status, needs)) from None
+        except requests.RequestException as error:
+            raise network_error('GitHub', doing, error, self._retries) from None
+
+    def _advice(self, status: int, needs: str) -> str:
+        if status == 401:
+            return f'GitHub refused the token {self._token_source}: it is mistyped, expired or revoked'
+        if status == 403:
+            return f'the token {self._token_source} lacks a permission on {self.project}: it needs {needs}'
+        if status == 404:
+            return (f'it does not exist, or the token {self._token_source} cannot see {self.project} '
+                    '(GitHub answers 404 for a private repository the token may not read)')
+        return ''
+
+    def _check_visible(self) -> None:
+        """Read the repository itself, so that a 404 from inside it can be told from one for the repository."""
+        self._repo.complete()
+
+    @cached_property
+    def _bot_login(self) -> str | None:
+        """The token's user, or None where GitHub will not say (GitHub Actions' GITHUB_TOKEN, a GitHub App)."""
+        try:
+            return self._github.get_user().login
+        except GithubException as error:
+            if error.status == 403:
+                return None
+            raise
+
+    def _posted_by_bot(self, comment: IssueComment) -> bool:
+        user = comment.user
+        if user is None:
+            return False
+        # Without a login to compare, GitHub's Bot accounts are the only authors whose comments the bot edits.
+        return user.login == self._bot_login if self._bot_login else user.type == 'Bot'
+
+    def _pull(self, pull: GitHubPullRequest) -> PullRequest:
+        return PullRequest(number=pull.number, url=pull.html_url, title=pull.title, body=pull.body or '',
+                           head_branch=pull.head.ref, head_sha=pull.head.sha, base_branch=pull.base.ref,
+                           draft=bool(pull.draft))
+
+    def find_pull(self, branch: str) -> PullRequest | None:
+        with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ):
+            pulls = self._repo.get_pulls(state='open', head=f'{self._owner}:{branch}')
+            return next((self._pull(pull) for pull in pulls), None)
+
+    def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        require_fit(body, BODY_LIMIT, 'the pull request body')
+        with self._doing(f'opening a pull request from {branch} into {base} in {self.project}', _WRITE_PULLS):
+            try:
+                created = self._repo.create_pull(base=base, head=branch, title=title, body=body, draft=draft)
+            except GithubException as error:
+                # GitHub refuses a second open PR for a branch with a 422, e.g. after a retried create went through.
+                existing = self.find_pull(branch) if error.status == 422 else None
+                if existing is None:
+                    raise
+                return self.update_pull(existing.number, title, body)
+            return self._pull(created)
+
+    def update_pull(self, number: int, title: str | None = None, body: str | None = None) -> PullRequest:
+        if body is not None:
+            require_fit(body, BODY_LIMIT, 'the pull request body')
+        with self._doing(f'editing pull request #{number} of {self.project}', _WRITE_PULLS):
+            pull = self._repo.get_pull(number)
+            pull.edit(**{key: value for key, value in (('title', title), ('body', body)) if value is not None})
+            return self._pull(pull)
+
+    def branch_exists(self, branch: str) -> bool:
+        with self._doing(f'looking for branch {branch} in {self.project}', _READ):
+            try:
+                self._repo.get_branch(branch)
+            except GithubException as error:
+                if error.status != 404:
+                    raise
+                self._check_visible()
+                return False
+            return True
+
+    def upsert_comment(self, number: int, purpose: str, body: str) -> Comment:
+        text = sticky_text(purpose, body, BODY_LIMIT)
+        with self._doing(f"posting the '{purpose}' comment on pull request #{number} of {self.project}", _WRITE_ISSUES):
+            issue = self._repo.get_issue(number)
+            for comment in issue.get_comments():
+                if carries_marker(comment.body, purpose) and self._posted_by_bot(comment):
+                    comment.edit(text)
+                    return Comment(comment.id, comment.html_url, created=False)
+            created = issue.create_comment(text)
+            return Comment(created.id, created.html_url, created=True)
+
+    def add_reaction(self, number: int, comment_id: int, reaction: str) -> None:
+        if reaction not in REACTIONS:
+            raise ValueError(f"reaction '{reaction}': expected one of {', '.join(REACTIONS)}")
+        doing = f'reacting {reaction} to comment {comment_id} on pull request #{number} of {self.project}'
+        with self._doing(doing, _WRITE_ISSUES):
+            # GitHub's reaction names are mrbot's; a reaction that is already there is answered with 200.
+            self._repo.get_issue(number).get_comment(comment_id).create_reaction(reaction)
+
+    def permission(self, user: str) -> str:
+        with self._doing(f'reading the permission of {user} on {self.project}', _READ):
+            try:
+                # Read directly: PyGithub's helpers take one field each, and role_name is missing on older servers.
+                _, data = self._repo.requester.requestJsonAndCheck(
+                    'GET', f'{self._repo.url}/collaborators/{quote(user, safe="")}/permission')
+            except GithubException as error:
+                if error.status != 404:
+                    raise
+                self._check_visible()
+                return 'none'
+        role, permission = data.get('role_name'), data.get('permission')
+        # A custom role's name is its own; its base permission is one of the legacy admin, write, read or none.
+        return role if role in PERMISSIONS else permission if permission in PERMISSIONS else 'none'

@@ -1,0 +1,210 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The GitLab adapter, on python-gitlab: merge requests, sticky notes, award emoji and member roles.
+
+python-gitlab's own retrying (`retry_transient_errors`, and 429s always) waits a fixed 0.1 s * 2**n and tries up to
+ten times per request, and neither number can be set for the client. So the retrying is done one layer down, by a
+urllib3 Retry on python-gitlab's requests session that counts and waits as `connect` asks, honours Retry-After, and
+raises when it gives up, before python-gitlab sees the last answer and starts retrying it again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+import gitlab
+import requests
+from gitlab.exceptions import GitlabCreateError, GitlabError, GitlabGetError
+from gitlab.v4.objects import ProjectMergeRequest
+from requests.adapters import HTTPAdapter
+
+from mrbot.forges import (
+    REACTIONS,
+    Comment,
+    ForgeRetry,
+    PullRequest,
+    carries_marker,
+    forge_error,
+    network_error,
+    require_fit,
+    retry_policy,
+    sticky_text,
+)
+
+# GitLab caps MR descriptions and notes at 1,000,000 characters (Gitlab::Database::MAX_TEXT_SIZE_LIMIT, validated
+# on both; see the gitlab-foss commit "Limit the size of issuable description and comments").
+BODY_LIMIT = 1_000_000
+# Access levels from the top: Owner 50, Maintainer 40, Developer 30, Reporter 20, Planner 15 and Guest 10 read;
+# Minimal Access (5) cannot see the code, like a non-member.
+_ROLES = ((50, 'admin'), (40, 'maintain'), (30, 'write'), (10, 'read'))
+_AWARDS = {'eyes': 'eyes', '+1': 'thumbsup', '-1': 'thumbsdown', 'rocket': 'rocket', 'confused': 'confused',
+           'hooray': 'tada', 'heart': 'heart', 'laugh': 'laughing'}
+# The title prefixes GitLab reads as "this MR is a draft".
+_DRAFT_PREFIX = re.compile(r'\s*(?:\[draft\]|\(draft\)|draft:)\s*', re.IGNORECASE)
+_WRITE = 'the `api` scope and at least the Developer role'
+_READ = 'the `read_api` scope and at least the Guest role'
+
+
+def _message(error: GitlabError) -> str:
+    """GitLab's message of a refused request on one line; validation failures come as lists or field maps."""
+    message = error.error_message
+    if isinstance(message, bytes):
+        message = message.decode(errors='replace')
+    if isinstance(message, dict):
+        message = '; '.join(f'{field} {" ".join(map(str, problems)) if isinstance(problems, list) else problems}'
+                            for field, problems in message.items())
+    elif isinstance(message, list):
+        message = '; '.join(map(str, message))
+    return ' '.join(str(message).split()) or 'no message'
+
+
+def _draft_title(title: str) -> str:
+    return title if _DRAFT_PREFIX.match(title) else f'Draft: {title}'
+
+
+def _is_draft(merge_request: ProjectMergeRequest) -> bool:
+    # GitLab before 14.0 named the flag work_in_progress.
+    return bool(merge_request.attributes.get('draft', merge_request.attributes.get('work_in_progress', False)))
+
+
+class GitLab:
+    """One GitLab project ('group/subgroup/name') through python-gitlab, with the token and server `connect` found."""
+
+    name = 'gitlab'
+    body_limit = BODY_LIMIT
+
+    def __init__(self, project: str, server_url: str, token: str, token_source: str, retries: int,
+                 backoff: float) -> None:
+        self.project = project
+        self._server_url = server_url.rstrip('/')
+        self._token_source = token_source
+        self._retries = retries
+        # Every method is retried, POST included as in PyGithub; a repeated MR or award create is refused as a duplicate.
+        adapter = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff, allowed_methods=None))
+        session = requests.Session()
+        session.mount('https://', adapter)
+        session.mount('http://', adapter)
+        self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=session, per_page=100)
+        self._project = self._gitlab.projects.get(project, lazy=True)
+
+    @contextmanager
+    def _doing(self, doing: str, needs: str) -> Iterator[None]:
+        """Turn what python-gitlab and requests raise in the block into one MrbotError line about `doing`."""
+        try:
+            yield
+        except GitlabError as error:
+            status = error.response_code
+            raise forge_error('GitLab', doing, status, _message(error), self._advice(status, needs)) from None
+        except requests.RequestException as error:
+            raise network_error('GitLab', doing, error, self._retries) from None
+
+    def _advice(self, status: int | None, needs: str) -> str:
+        if status == 401:
+            return f'GitLab refused the token {self._token_source}: it is mistyped, expired or revoked'
+        if status == 403:
+            return f'the token {self._token_source} lacks a permission on {self.project}: it needs {needs}'
+        if status == 404:
+            return (f'it does not exist, or the token {self._token_source} cannot see {self.project} '
+                    '(GitLab answers 404 for a private project the token may not read)')
+        return ''
+
+    def _check_visible(self) -> None:
+        """Read the project itself, so that a 404 from inside it can be told from one for the project."""
+        self._gitlab.projects.get(self.project)
+
+    @cached_property
+    def _bot_id(self) -> int:
+        """The id of the token's user, the author of the notes the bot may edit."""
+        self._gitlab.auth()
+        return self._gitlab.user.id
+
+    def _pull(self, merge_request: ProjectMergeRequest) -> PullRequest:
+        draft = _is_draft(merge_request)
+        prefix = _DRAFT_PREFIX.match(merge_request.title) if draft else None
+        title = merge_request.title[prefix.end():] if prefix else merge_request.title
+        return PullRequest(number=merge_request.iid, url=merge_request.web_url, title=title,
+                           body=merge_request.description or '', head_branch=merge_request.source_branch,
+                           head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft)
+
+    def _note_url(self, number: int, note_id: int) -> str:
+        return f'{self._server_url}/{self.project}/-/merge_requests/{number}#note_{note_id}'
+
+    def find_pull(self, branch: str) -> PullRequest | None:
+        with self._doing(f'looking for the open merge request of {branch} in {self.project}', _READ):
+            merge_requests = self._project.mergerequests.list(source_branch=branch, state='opened', iterator=True)
+            return next((self._pull(merge_request) for merge_request in merge_requests), None)
+
+    def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        require_fit(body, BODY_LIMIT, 'the merge request description')
+        with self._doing(f'opening a merge request from {branch} into {base} in {self.project}', _WRITE):
+            try:
+                created = self._project.mergerequests.create({
+                    'source_branch': branch, 'target_branch': base, 'description': body,
+                    'title': _draft_title(title) if draft else title})
+            except GitlabCreateError as error:
+                # GitLab refuses a second open MR for a branch with a 409, e.g. after a retried create went through.
+                existing = self.find_pull(branch) if error.response_code == 409 else None
+                if existing is None:
+                    raise
+                return self.update_pull(existing.number, title, body)
+            return self._pull(created)
+
+    def update_pull(self, number: int, title: str | None = None, body: str | None = None) -> PullRequest:
+        if body is not None:
+            require_fit(body, BODY_LIMIT, 'the merge request description')
+        with self._doing(f'editing merge request !{number} of {self.project}', _WRITE):
+            merge_request = self._project.mergerequests.get(number)
+            if title is not None:
+                # A draft stays a draft: on GitLab that is the title's prefix.
+                merge_request.title = _draft_title(title) if _is_draft(merge_request) else title
+            if body is not None:
+                merge_request.description = body
+            merge_request.save()
+            return self._pull(merge_request)
+
+    def branch_exists(self, branch: str) -> bool:
+        with self._doing(f'looking for branch {branch} in {self.project}', _READ):
+            try:
+                self._project.branches.get(branch)
+            except GitlabGetError as error:
+                if error.response_code != 404:
+                    raise
+                self._check_visible()
+                return False
+            return True
+
+    def upsert_comment(self, number: int, purpose: str, body: str) -> Comment:
+        text = sticky_text(purpose, body, BODY_LIMIT)
+        with self._doing(f"posting the '{purpose}' note on merge request !{number} of {self.project}", _WRITE):
+            notes = self._project.mergerequests.get(number, lazy=True).notes
+            for note in notes.list(iterator=True, sort='asc', order_by='created_at'):
+                if not note.system and note.author['id'] == self._bot_id and carries_marker(note.body, purpose):
+                    note.body = text
+                    note.save()
+                    return Comment(note.id, self._note_url(number, note.id), created=False)
+            created = notes.create({'body': text})
+            return Comment(created.id, self._note_url(number, created.id), created=True)
+
+    def add_reaction(self, number: int, comment_id: int, reaction: str) -> None:
+        if reaction not in _AWARDS:
+            raise ValueError(f"reaction '{reaction}': expected one of {', '.join(REACTIONS)}")
+        doing = f'reacting {reaction} to note {comment_id} on merge request !{number} of {self.project}'
+        with self._doing(doing, _WRITE):
+            note = self._project.mergerequests.get(number, lazy=True).notes.get(comment_id, lazy=True)
+            try:
+                note.awardemojis.create({'name': _AWARDS[reaction]})
+            except GitlabCreateError as error:
+                # GitLab refuses a user's second award of the same emoji with a 404 that says so.
+                if error.response_code != 404 or 'already been taken' not in _message(error):
+                    raise
+
+    def permission(self, user: str) -> str:
+        with self._doing(f'reading the role of {user} in {self.project}', _READ):
+            # members/all includes those who inherit their role from a parent group.
+            members = self._project.members_all.list(query=user, iterator=True)
+            level = max((member.access_level for member in members if member.username.lower() == user.lower()),
+                        default=0)
+        return next((role for floor, role in _ROLES if level >= floor), 'none')
