@@ -99,6 +99,17 @@ def _test_functions(text: str | None) -> dict[str, str]:
     return found
 
 
+def _case_ids(text: str | None) -> set[str]:
+    """The ids of the module's `pytest.param(..., id='...')` cases."""
+    try:
+        tree = ast.parse(text or '')
+    except SyntaxError:
+        return set()
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, 'attr', '') == 'param']
+    return {k.value.value for call in calls for k in call.keywords
+            if k.arg == 'id' and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+
+
 def test_changes(change: ChangeSet, config: Config) -> list[dict]:
     """For each changed test file: its status, the test functions it adds, edits (body or decorators) and removes, and
     whether its shared module-level code (case lists, helpers) changed."""
@@ -108,8 +119,10 @@ def test_changes(change: ChangeSet, config: Config) -> list[dict]:
             continue
         old, new = _test_functions(file.base_text), _test_functions(file.text)
         shared_old, shared_new = old.pop('', ''), new.pop('', '')
+        old_cases, new_cases = _case_ids(file.base_text), _case_ids(file.text)
         found.append({'path': file.path, 'status': file.status,
                       'added': sorted(set(new) - set(old)), 'removed': sorted(set(old) - set(new)),
                       'edited': sorted(n for n in set(old) & set(new) if old[n] != new[n]),
+                      'cases_added': sorted(new_cases - old_cases), 'cases_removed': sorted(old_cases - new_cases),
                       'shared_code_edited': file.status == 'modified' and shared_old != shared_new})
     return found

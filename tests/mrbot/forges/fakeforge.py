@@ -1,0 +1,535 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""A GitHub and a GitLab that live in memory: REST servers on loopback for the forge adapters' tests.
+
+Each answers the endpoints the adapters use, shaped like the real services' answers in the fields the clients read,
+and keeps its state in plain attributes that tests set up and inspect. `fail` makes the next matching requests fail
+with a status and headers, or by resetting the connection. Requests are served one at a time under a lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import struct
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+# The status of an injected failure that resets the connection instead of answering.
+RESET = 0
+BOT_TOKEN = 'bot-token'
+# GitHub Actions' GITHUB_TOKEN: it may write, but not read /user; its comments are by a Bot.
+ACTIONS_TOKEN = 'actions-token'
+READ_ONLY_TOKEN = 'read-only-token'
+GITHUB_WEB = 'https://github.example'
+GITLAB_WEB = 'https://gitlab.example'
+_DRAFT = re.compile(r'\s*(?:\[draft\]|\(draft\)|draft:)', re.IGNORECASE)
+
+
+def sha(branch: str) -> str:
+    """The commit a fake branch points at."""
+    return hashlib.sha1(branch.encode()).hexdigest()
+
+
+@dataclass
+class Account:
+    """Who a token belongs to and what it may do."""
+
+    login: str
+    id: int
+    type: str = 'User'
+    reads_user: bool = True
+    writes: bool = True
+
+
+@dataclass
+class Failure:
+    method: str
+    path: str
+    status: int
+    headers: dict[str, str]
+    message: str
+    times: int
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    raw_path: str
+    query: dict[str, str]
+    body: dict[str, Any]
+    account: Account | None
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    # Headers and body go out in two writes; with Nagle's algorithm on, each kept-alive answer would wait 40 ms.
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: a test reads the fake's state, not its log."""
+
+    def do_GET(self) -> None:
+        self.server.fake.serve(self)  # type: ignore[attr-defined]
+
+    do_POST = do_PATCH = do_PUT = do_DELETE = do_GET
+
+
+class FakeForge(ABC):
+    """The server both fakes share: routing, tokens, pagination, injected failures and the log of requests."""
+
+    not_found: str
+    per_page: int
+
+    def __init__(self, project: str, accounts: dict[str, Account]) -> None:
+        self.project = project
+        self.accounts = accounts
+        self.branches = {name: sha(name) for name in ('main', 'feature', 'fix/overflow')}
+        self.failures: list[Failure] = []
+        # (method, decoded path) of every request that reached the server, failed ones included.
+        self.requests: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self._routes: list[tuple[str, re.Pattern[str], Callable[..., Answer]]] = []
+        self._server = ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.fake = self  # type: ignore[attr-defined]
+        self.url = f'http://127.0.0.1:{self._server.server_port}'
+        # serve_forever notices a shutdown at its next poll; the default half second would be most of a test's time.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={'poll_interval': 0.01}, daemon=True)
+
+    def __enter__(self) -> FakeForge:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def route(self, method: str, pattern: str, answer: Callable[..., Answer]) -> None:
+        """Answer `method` requests whose raw path matches `pattern`; its groups are passed decoded, by name."""
+        self._routes.append((method, re.compile(pattern), answer))
+
+    def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
+             message: str = 'Server Error') -> None:
+        """Fail the next `times` `method` requests whose decoded path ends with `path`; status RESET drops them."""
+        with self.lock:
+            self.failures.append(Failure(method, path, status, headers or {}, message, times))
+
+    def count(self, method: str, path: str) -> int:
+        """How many `method` requests to a decoded path ending with `path` reached the server."""
+        return sum(1 for seen_method, seen_path in self.requests if seen_method == method and seen_path.endswith(path))
+
+    def serve(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get('Content-Length') or 0)
+        raw = handler.rfile.read(length) if length else b''
+        parts = urlsplit(handler.path)
+        method, path = handler.command, unquote(parts.path)
+        with self.lock:
+            self.requests.append((method, path))
+            failure = self._take_failure(method, path)
+            if failure is None:
+                request = Request(method, path, parts.path, dict(parse_qsl(parts.query)),
+                                  json.loads(raw) if raw else {}, self.accounts.get(self.token(handler)))
+                answer = self._answer(request)
+            elif failure.status == RESET:
+                # No FIN, no answer: the client sees its connection reset by the peer.
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                handler.close_connection = True
+                return
+            else:
+                answer = Answer(failure.status, {'message': failure.message}, failure.headers)
+        payload = json.dumps(answer.body).encode()
+        handler.send_response(answer.status)
+        for name, value in {**answer.headers, 'Content-Type': 'application/json'}.items():
+            handler.send_header(name, value)
+        handler.send_header('Content-Length', str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    @abstractmethod
+    def token(self, handler: BaseHTTPRequestHandler) -> str | None:
+        """The token a request carries, in the forge's header."""
+
+    @abstractmethod
+    def check(self, request: Request) -> Answer | None:
+        """The refusal of a request before routing (bad token, no write access, another project), or None."""
+
+    def _take_failure(self, method: str, path: str) -> Failure | None:
+        for failure in self.failures:
+            if failure.method == method and path.endswith(failure.path) and failure.times > 0:
+                failure.times -= 1
+                return failure
+        return None
+
+    def _answer(self, request: Request) -> Answer:
+        refusal = self.check(request)
+        if refusal is not None:
+            return refusal
+        for method, pattern, answer in self._routes:
+            match = pattern.fullmatch(request.raw_path)
+            if method == request.method and match:
+                return answer(request, **{name: unquote(value) for name, value in match.groupdict().items()})
+        return Answer(404, {'message': self.not_found})
+
+    def page(self, request: Request, items: list[Any]) -> Answer:
+        """One page of a list, with a Link header to the next one as both forges send it."""
+        per_page, number = int(request.query.get('per_page', self.per_page)), int(request.query.get('page', 1))
+        headers = {}
+        if number * per_page < len(items):
+            query = urlencode({**request.query, 'page': number + 1, 'per_page': per_page})
+            headers['Link'] = f'<{self.url}{request.raw_path}?{query}>; rel="next"'
+        return Answer(200, items[(number - 1) * per_page:number * per_page], headers)
+
+
+class FakeGitHub(FakeForge):
+    """GitHub's REST API for one repository: pull requests, issue comments, reactions and collaborators."""
+
+    not_found = 'Not Found'
+    per_page = 30
+
+    def __init__(self, project: str = 'octo/kernels') -> None:
+        super().__init__(project, {
+            BOT_TOKEN: Account('mrbot-dev', 1),
+            ACTIONS_TOKEN: Account('github-actions[bot]', 2, type='Bot', reads_user=False),
+            READ_ONLY_TOKEN: Account('reader', 3, writes=False),
+        })
+        self.owner = project.split('/')[0]
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.comments: dict[int, dict[str, Any]] = {}
+        # (comment id, reaction, login) of each reaction.
+        self.reactions: list[tuple[int, str, str]] = []
+        # login: (legacy permission, role name or None where an older server leaves it out)
+        self.collaborators: dict[str, tuple[str, str | None]] = {}
+        repo = r'/repos/[^/]+/[^/]+'
+        self.route('GET', r'/user', self._user)
+        self.route('GET', repo, self._repository)
+        self.route('GET', repo + r'/pulls', self._list_pulls)
+        self.route('POST', repo + r'/pulls', self._create_pull)
+        self.route('GET', repo + r'/pulls/(?P<number>\d+)', self._get_pull)
+        self.route('PATCH', repo + r'/pulls/(?P<number>\d+)', self._edit_pull)
+        self.route('GET', repo + r'/branches/(?P<branch>.+)', self._branch)
+        self.route('GET', repo + r'/issues/(?P<number>\d+)/comments', self._list_comments)
+        self.route('POST', repo + r'/issues/(?P<number>\d+)/comments', self._create_comment)
+        self.route('PATCH', repo + r'/issues/comments/(?P<comment>\d+)', self._edit_comment)
+        self.route('POST', repo + r'/issues/comments/(?P<comment>\d+)/reactions', self._react)
+        self.route('GET', repo + r'/collaborators/(?P<user>[^/]+)/permission', self._permission)
+
+    def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
+                  state: str = 'open') -> int:
+        with self.lock:
+            number = len(self.pulls) + 1
+            self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
+                                  'draft': draft, 'state': state}
+            return number
+
+    def add_comment(self, number: int, body: str, login: str = 'alice', type: str = 'User') -> int:
+        with self.lock:
+            comment = len(self.comments) + 1
+            self.comments[comment] = {'id': comment, 'issue': number, 'body': body, 'login': login, 'type': type}
+            return comment
+
+    def comments_on(self, number: int) -> list[tuple[str, str]]:
+        """(author, body) of each comment on a PR, oldest first."""
+        return [(c['login'], c['body']) for c in self.comments.values() if c['issue'] == number]
+
+    def token(self, handler: BaseHTTPRequestHandler) -> str | None:
+        scheme, _, token = (handler.headers.get('Authorization') or '').partition(' ')
+        return token if scheme.lower() in ('token', 'bearer') else None
+
+    def check(self, request: Request) -> Answer | None:
+        if request.account is None:
+            return Answer(401, {'message': 'Bad credentials'})
+        if request.method != 'GET' and not request.account.writes:
+            return Answer(403, {'message': 'Resource not accessible by personal access token'})
+        match = re.match(r'/repos/([^/]+/[^/]+)', request.path)
+        if match and match[1] != self.project:
+            return Answer(404, {'message': 'Not Found'})
+        return None
+
+    def _pull_json(self, pull: dict[str, Any]) -> dict[str, Any]:
+        number = pull['number']
+        return {'url': f'{self.url}/repos/{self.project}/pulls/{number}', 'number': number,
+                'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
+                'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
+                'head': {'ref': pull['head'], 'sha': self.branches[pull['head']], 'label': f"{self.owner}:{pull['head']}"},
+                'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}"}}
+
+    def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
+        return {'id': comment['id'], 'url': f"{self.url}/repos/{self.project}/issues/comments/{comment['id']}",
+                'html_url': f"{GITHUB_WEB}/{self.project}/pull/{comment['issue']}#issuecomment-{comment['id']}",
+                'body': comment['body'], 'user': {'login': comment['login'], 'type': comment['type']}}
+
+    def _user(self, request: Request) -> Answer:
+        account = request.account
+        if not account.reads_user:
+            return Answer(403, {'message': 'Resource not accessible by integration'})
+        return Answer(200, {'login': account.login, 'id': account.id, 'type': account.type, 'url': f'{self.url}/user'})
+
+    def _repository(self, request: Request) -> Answer:
+        return Answer(200, {'id': 1, 'full_name': self.project, 'url': f'{self.url}/repos/{self.project}'})
+
+    def _list_pulls(self, request: Request) -> Answer:
+        state, head = request.query.get('state', 'open'), request.query.get('head')
+        pulls = [self._pull_json(pull) for pull in self.pulls.values()
+                 if state in ('all', pull['state']) and head in (None, f"{self.owner}:{pull['head']}")]
+        return self.page(request, pulls)
+
+    def _create_pull(self, request: Request) -> Answer:
+        body = request.body
+        if body['head'] not in self.branches or body['base'] not in self.branches:
+            return Answer(422, {'message': 'Validation Failed',
+                                'errors': [{'resource': 'PullRequest', 'field': 'head', 'code': 'invalid'}]})
+        if any(pull['head'] == body['head'] and pull['state'] == 'open' for pull in self.pulls.values()):
+            return Answer(422, {'message': 'Validation Failed', 'errors': [
+                {'resource': 'PullRequest', 'code': 'custom',
+                 'message': f"A pull request already exists for {self.owner}:{body['head']}."}]})
+        if len(body.get('body') or '') > 65536:
+            return Answer(422, {'message': 'Validation Failed', 'errors': [
+                {'resource': 'Issue', 'code': 'custom', 'field': 'body',
+                 'message': 'body is too long (maximum is 65536 characters)'}]})
+        number = len(self.pulls) + 1
+        self.pulls[number] = {'number': number, 'head': body['head'], 'base': body['base'], 'title': body['title'],
+                              'body': body.get('body') or '', 'draft': bool(body.get('draft')), 'state': 'open'}
+        return Answer(201, self._pull_json(self.pulls[number]))
+
+    def _get_pull(self, request: Request, number: str) -> Answer:
+        pull = self.pulls.get(int(number))
+        return Answer(200, self._pull_json(pull)) if pull else Answer(404, {'message': 'Not Found'})
+
+    def _edit_pull(self, request: Request, number: str) -> Answer:
+        pull = self.pulls.get(int(number))
+        if pull is None:
+            return Answer(404, {'message': 'Not Found'})
+        pull.update({key: request.body[key] for key in ('title', 'body') if key in request.body})
+        return Answer(200, self._pull_json(pull))
+
+    def _branch(self, request: Request, branch: str) -> Answer:
+        if branch not in self.branches:
+            return Answer(404, {'message': 'Branch not found'})
+        return Answer(200, {'name': branch, 'commit': {'sha': self.branches[branch]}})
+
+    def _list_comments(self, request: Request, number: str) -> Answer:
+        if int(number) not in self.pulls:
+            return Answer(404, {'message': 'Not Found'})
+        return self.page(request, [self._comment_json(c) for c in self.comments.values() if c['issue'] == int(number)])
+
+    def _create_comment(self, request: Request, number: str) -> Answer:
+        if int(number) not in self.pulls:
+            return Answer(404, {'message': 'Not Found'})
+        comment = len(self.comments) + 1
+        self.comments[comment] = {'id': comment, 'issue': int(number), 'body': request.body['body'],
+                                  'login': request.account.login, 'type': request.account.type}
+        return Answer(201, self._comment_json(self.comments[comment]))
+
+    def _edit_comment(self, request: Request, comment: str) -> Answer:
+        found = self.comments.get(int(comment))
+        if found is None:
+            return Answer(404, {'message': 'Not Found'})
+        if found['login'] != request.account.login:
+            return Answer(403, {'message': 'Resource not accessible by personal access token'})
+        found['body'] = request.body['body']
+        return Answer(200, self._comment_json(found))
+
+    def _react(self, request: Request, comment: str) -> Answer:
+        if int(comment) not in self.comments:
+            return Answer(404, {'message': 'Not Found'})
+        reaction = (int(comment), request.body['content'], request.account.login)
+        known = reaction in self.reactions
+        if not known:
+            self.reactions.append(reaction)
+        answer = {'id': self.reactions.index(reaction) + 1, 'content': reaction[1],
+                  'user': {'login': reaction[2], 'type': request.account.type}}
+        # GitHub answers 200 for a reaction the user already gave, 201 for a new one.
+        return Answer(200 if known else 201, answer)
+
+    def _permission(self, request: Request, user: str) -> Answer:
+        if user not in self.collaborators:
+            return Answer(404, {'message': 'Not Found'})
+        permission, role = self.collaborators[user]
+        answer = {'permission': permission, 'user': {'login': user, 'type': 'User'}}
+        return Answer(200, answer if role is None else {**answer, 'role_name': role})
+
+
+class FakeGitLab(FakeForge):
+    """GitLab's REST API (v4) for one project: merge requests, notes, award emoji and members."""
+
+    not_found = '404 Not Found'
+    per_page = 20
+
+    def __init__(self, project: str = 'lab/kernels/fla') -> None:
+        super().__init__(project, {
+            BOT_TOKEN: Account('mrbot-dev', 1),
+            READ_ONLY_TOKEN: Account('reader', 3, writes=False),
+        })
+        self.merge_requests: dict[int, dict[str, Any]] = {}
+        self.notes: dict[int, dict[str, Any]] = {}
+        # (note id, emoji name, username) of each award.
+        self.awards: list[tuple[int, str, str]] = []
+        # username: access level, for members of the project itself and for those of its parent groups.
+        self.members: dict[str, int] = {}
+        self.inherited_members: dict[str, int] = {}
+        self.user_ids = {'mrbot-dev': 1, 'alice': 2, 'reader': 3}
+        project_path = r'/api/v4/projects/[^/]+'
+        merge_request = project_path + r'/merge_requests/(?P<iid>\d+)'
+        self.route('GET', r'/api/v4/user', self._user)
+        self.route('GET', project_path, self._project)
+        self.route('GET', project_path + r'/merge_requests', self._list_merge_requests)
+        self.route('POST', project_path + r'/merge_requests', self._create_merge_request)
+        self.route('GET', merge_request, self._get_merge_request)
+        self.route('PUT', merge_request, self._edit_merge_request)
+        self.route('GET', project_path + r'/repository/branches/(?P<branch>[^/]+)', self._branch)
+        self.route('GET', merge_request + r'/notes', self._list_notes)
+        self.route('POST', merge_request + r'/notes', self._create_note)
+        self.route('PUT', merge_request + r'/notes/(?P<note>\d+)', self._edit_note)
+        self.route('POST', merge_request + r'/notes/(?P<note>\d+)/award_emoji', self._award)
+        self.route('GET', project_path + r'/members/all', self._all_members)
+        self.route('GET', project_path + r'/members', self._direct_members)
+
+    def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
+                           state: str = 'opened') -> int:
+        with self.lock:
+            iid = len(self.merge_requests) + 1
+            self.merge_requests[iid] = {'iid': iid, 'source': source, 'target': 'main', 'title': title,
+                                        'description': description, 'state': state}
+            return iid
+
+    def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
+        with self.lock:
+            note = len(self.notes) + 1
+            self.notes[note] = {'id': note, 'iid': iid, 'body': body, 'author': author, 'system': system}
+            return note
+
+    def notes_on(self, iid: int) -> list[tuple[str, str]]:
+        """(author, body) of each note on an MR, oldest first."""
+        return [(n['author'], n['body']) for n in self.notes.values() if n['iid'] == iid]
+
+    def token(self, handler: BaseHTTPRequestHandler) -> str | None:
+        return handler.headers.get('PRIVATE-TOKEN')
+
+    def check(self, request: Request) -> Answer | None:
+        if request.account is None:
+            return Answer(401, {'message': '401 Unauthorized'})
+        if request.method != 'GET' and not request.account.writes:
+            return Answer(403, {'message': '403 Forbidden'})
+        if request.path.startswith('/api/v4/projects/') and not (request.path + '/').startswith(
+                f'/api/v4/projects/{self.project}/'):
+            return Answer(404, {'message': '404 Project Not Found'})
+        return None
+
+    def _merge_request_json(self, merge_request: dict[str, Any]) -> dict[str, Any]:
+        iid = merge_request['iid']
+        return {'id': 1000 + iid, 'iid': iid, 'project_id': 7, 'title': merge_request['title'],
+                'description': merge_request['description'] or None, 'state': merge_request['state'],
+                'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
+                'sha': self.branches[merge_request['source']], 'draft': bool(_DRAFT.match(merge_request['title'])),
+                'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
+
+    def _note_json(self, note: dict[str, Any]) -> dict[str, Any]:
+        return {'id': note['id'], 'body': note['body'], 'system': note['system'], 'noteable_iid': note['iid'],
+                'author': {'id': self.user_ids[note['author']], 'username': note['author']}}
+
+    def _user(self, request: Request) -> Answer:
+        return Answer(200, {'id': request.account.id, 'username': request.account.login})
+
+    def _project(self, request: Request) -> Answer:
+        return Answer(200, {'id': 7, 'path_with_namespace': self.project})
+
+    def _list_merge_requests(self, request: Request) -> Answer:
+        state, source = request.query.get('state', 'all'), request.query.get('source_branch')
+        found = [self._merge_request_json(m) for m in self.merge_requests.values()
+                 if state in ('all', m['state']) and source in (None, m['source'])]
+        return self.page(request, found)
+
+    def _create_merge_request(self, request: Request) -> Answer:
+        body = request.body
+        if body['source_branch'] not in self.branches or body['target_branch'] not in self.branches:
+            return Answer(400, {'message': {'source_branch': ['is invalid']}})
+        for existing in self.merge_requests.values():
+            if existing['source'] == body['source_branch'] and existing['state'] == 'opened':
+                return Answer(409, {'message': [
+                    f"Another open merge request already exists for this source branch: !{existing['iid']}"]})
+        iid = len(self.merge_requests) + 1
+        self.merge_requests[iid] = {'iid': iid, 'source': body['source_branch'], 'target': body['target_branch'],
+                                    'title': body['title'], 'description': body.get('description') or '',
+                                    'state': 'opened'}
+        return Answer(201, self._merge_request_json(self.merge_requests[iid]))
+
+    def _get_merge_request(self, request: Request, iid: str) -> Answer:
+        found = self.merge_requests.get(int(iid))
+        return Answer(200, self._merge_request_json(found)) if found else Answer(404, {'message': '404 Not found'})
+
+    def _edit_merge_request(self, request: Request, iid: str) -> Answer:
+        found = self.merge_requests.get(int(iid))
+        if found is None:
+            return Answer(404, {'message': '404 Not found'})
+        found.update({key: request.body[key] for key in ('title', 'description') if key in request.body})
+        return Answer(200, self._merge_request_json(found))
+
+    def _branch(self, request: Request, branch: str) -> Answer:
+        if branch not in self.branches:
+            return Answer(404, {'message': '404 Branch Not Found'})
+        return Answer(200, {'name': branch, 'commit': {'id': self.branches[branch]}})
+
+    def _list_notes(self, request: Request, iid: str) -> Answer:
+        if int(iid) not in self.merge_requests:
+            return Answer(404, {'message': '404 Not found'})
+        notes = [self._note_json(n) for n in self.notes.values() if n['iid'] == int(iid)]
+        # GitLab lists the newest note first unless asked otherwise.
+        return self.page(request, notes if request.query.get('sort') == 'asc' else notes[::-1])
+
+    def _create_note(self, request: Request, iid: str) -> Answer:
+        if int(iid) not in self.merge_requests:
+            return Answer(404, {'message': '404 Not found'})
+        note = len(self.notes) + 1
+        self.notes[note] = {'id': note, 'iid': int(iid), 'body': request.body['body'],
+                            'author': request.account.login, 'system': False}
+        return Answer(201, self._note_json(self.notes[note]))
+
+    def _edit_note(self, request: Request, iid: str, note: str) -> Answer:
+        found = self.notes.get(int(note))
+        if found is None or found['iid'] != int(iid):
+            return Answer(404, {'message': '404 Not found'})
+        if found['author'] != request.account.login:
+            return Answer(403, {'message': '403 Forbidden'})
+        found['body'] = request.body['body']
+        return Answer(200, self._note_json(found))
+
+    def _award(self, request: Request, iid: str, note: str) -> Answer:
+        found = self.notes.get(int(note))
+        if found is None or found['iid'] != int(iid):
+            return Answer(404, {'message': '404 Not found'})
+        award = (int(note), request.body['name'], request.account.login)
+        if award in self.awards:
+            return Answer(404, {'message': '404 Award Emoji Name has already been taken Not Found'})
+        self.awards.append(award)
+        return Answer(201, {'id': len(self.awards), 'name': award[1], 'user': {'username': award[2]}})
+
+    def _members(self, request: Request, levels: dict[str, int]) -> Answer:
+        query = request.query.get('query', '').lower()
+        return self.page(request, [{'id': self.user_ids.get(name, 100), 'username': name, 'access_level': level}
+                                   for name, level in levels.items() if query in name.lower()])
+
+    def _all_members(self, request: Request) -> Answer:
+        levels = dict(self.inherited_members)
+        for name, level in self.members.items():
+            levels[name] = max(level, levels.get(name, 0))
+        return self._members(request, levels)
+
+    def _direct_members(self, request: Request) -> Answer:
+        return self._members(request, self.members)

@@ -1,0 +1,203 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot prepare` end to end on small repositories: the body's sections, its ticks, and the evidence behind them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from mrbot.cli import main
+
+PYPROJECT = '''[tool.mrbot]
+source-roots = ["pkg"]
+public-roots = ["pkg"]
+title-tags = ["Docs", "Misc", "Ops", "Scale", "Shift", "Test"]
+
+[tool.mrbot.bench.ops.scale]
+callable = "pkg.ops.scale:scale"
+gate = "tests/test_scale.py"
+modes = ["fwd", "fwdbwd"]
+
+[tool.mrbot.bench.ops.scale.inputs]
+x = { shape = ["B", "D"], dtype = "float32" }
+
+[tool.mrbot.bench.ops.scale.shapes]
+small = { B = 2, D = 4 }
+
+[tool.pytest.ini_options]
+pythonpath = ["."]
+'''
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+OP = HEADER + '''"""Scale by a factor, plus an optional carried state."""
+
+
+def scale(x, factor=2.0, initial_state=None, output_final_state=False):
+    """Return `(x * factor + initial_state, last row)`; the last row only when `output_final_state`."""
+    out = x * FACTOR_USE + (0 if initial_state is None else initial_state)
+    return out, (out[-1] if output_final_state else None)
+'''
+NAIVE = HEADER + '''"""The reference, row by row."""
+
+import torch
+
+
+def naive_scale(x, factor=2.0, initial_state=None, output_final_state=False):
+    rows = [row * factor for row in x]
+    out = torch.stack(rows) + (0 if initial_state is None else initial_state)
+    return out, (out[-1] if output_final_state else None)
+'''
+TEST = HEADER + '''import torch
+
+from pkg.ops.scale import scale
+from pkg.ops.scale.naive import naive_scale
+
+
+def test_forward_and_backward():
+    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    out, _ = scale(x, 2.0)
+    ref, _ = naive_scale(x.detach(), 2.0)
+    assert torch.equal(out, ref)
+    out.sum().backward()
+    assert x.grad.tolist() == [[2.0] * 3] * 2
+'''
+STATE_TEST = '''
+
+def test_state_in_and_out():
+    x = torch.ones(2, 3)
+    _, last = scale(x, 2.0, initial_state=torch.ones(3), output_final_state=True)
+    assert last.tolist() == [3.0] * 3
+'''
+CALLER = HEADER + '''from pkg.ops.scale import scale
+
+
+def doubled(x):
+    return scale(x, factor=2.0)[0]
+'''
+
+
+def _base_files() -> dict[str, str]:
+    return {'pyproject.toml': PYPROJECT, 'pkg/__init__.py': HEADER, 'pkg/ops/__init__.py': HEADER,
+            'pkg/ops/scale/__init__.py': HEADER + 'from pkg.ops.scale.op import scale\n\n__all__ = ["scale"]\n',
+            'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'factor'), 'pkg/ops/scale/naive.py': NAIVE,
+            'pkg/layers.py': CALLER, 'tests/test_scale.py': TEST, 'README.md': '# pkg\n'}
+
+
+@pytest.fixture
+def prepared(repo, monkeypatch, capsys):
+    """Commit the base on main, then a change on a branch, and run `mrbot prepare`; returns (exit code, body, record)."""
+    def run(change: dict[str, str | None], subject: str, *argv: str):
+        repo.commit(_base_files(), '[Ops] Base')
+        repo.git('checkout', '-q', '-b', 'topic')
+        repo.commit(change, subject)
+        monkeypatch.chdir(repo.root)
+        code = main(['prepare', '--base', 'main', *argv])
+        capsys.readouterr()
+        body = (repo.root / '.mrbot' / 'pr_body.md').read_text()
+        return code, body, json.loads((repo.root / '.mrbot' / 'evidence.json').read_text())
+    return run
+
+
+def _section(body: str, name: str) -> str:
+    match = re.search(rf'^## {re.escape(name)}.*?\n(.*?)(?=^## |\Z)', body, re.MULTILINE | re.DOTALL)
+    assert match, f'no section {name!r} in:\n{body}'
+    return match.group(1)
+
+
+def _ticks(body: str) -> dict[str, bool]:
+    return {m.group(2): m.group(1) == 'x' for m in re.finditer(r'^- \[([ x])\] (.*?) \(', body, re.MULTILINE)}
+
+
+def test_clean_kernel_change(prepared, repo):
+    code, body, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)'),
+                                   'tests/test_scale.py': TEST + STATE_TEST}, 'Cast the factor to float')
+    assert code == 0
+    summary = _section(body, 'Summary')
+    assert '- [Scale] Cast the factor to float' not in summary and 'Cast the factor to float' in summary
+    assert record['change']['title'] == '[Scale] Cast the factor to float'
+    assert '`tests/test_scale.py` ← `pkg/ops/scale/__init__.py:scale` ← `pkg/ops/scale/op.py:scale`' in summary
+    plan = _section(body, 'Test plan')
+    assert 'added `test_state_in_and_out`' in plan
+    assert '2 passed, 0 failed' in plan and 'Triton interpreter (CPU)' in plan
+    assert 'python -m pytest tests/test_scale.py' in plan
+    coverage = {row[0]: row[1] for row in re.findall(r'^\| (forward|backward|initial state|final state) \| (.*?) \|$',
+                                                     plan, re.MULTILINE)}
+    assert coverage == {'forward': 'covered (2 tests)', 'backward': 'covered (1 test)',
+                        'initial state': 'covered (1 test)', 'final state': 'covered (1 test)'}
+    bench = _section(body, 'Benchmark / NCU')
+    assert f"mrbot bench --op scale --base {record['change']['base'][:12]}" in bench and 'comment `/bench scale`' in bench
+    assert 'None: no public signature' in _section(body, 'Breaking changes')
+    ticks = _ticks(body)
+    assert ticks['Dependent tests pass'] and ticks['Tests exercise every coverage axis of the touched ops']
+    assert ticks['`mrbot check` reports no errors on the change'] and ticks['No public signature broken']
+    # pending on this machine, so not ticked
+    assert ticks['Before/after benchmark on sm_90 or newer, correctness gate green'] is False
+    # the default template's body passes the repository's own body check
+    report = repo.check('MR-BODY', base='main', body=body)
+    assert report.findings == ()
+
+
+def test_failing_test_unticks_and_names_it(prepared):
+    code, body, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', '(factor + 1)')},
+                                  '[Scale] Off by one')
+    assert code == 1
+    assert [s['status'] for s in record['steps'] if s['name'] == 'tests'] == ['failed']
+    plan = _section(body, 'Test plan')
+    assert '0 passed, 1 failed' in plan
+    assert '`tests/test_scale.py::test_forward_and_backward`' in plan
+    ticks = _ticks(body)
+    assert ticks['Dependent tests pass'] is False
+    assert ticks['Tests exercise every coverage axis of the touched ops'] is False
+    # the failed test hits nothing; the axes it would have shown are not covered
+    assert '| forward | **not covered** |' in plan
+
+
+def test_non_kernel_change_is_neutral(prepared):
+    code, body, record = prepared({'README.md': '# pkg\n\nScales tensors.\n'}, 'Explain what pkg does')
+    assert code == 0
+    assert record['change']['title'] == '[Docs] Explain what pkg does'
+    assert record['ops'] == [] and record['tests'] is None
+    assert 'Neutral: no kernel change' in _section(body, 'Benchmark / NCU')
+    assert 'Coverage of the touched ops' not in body
+    ticks = _ticks(body)
+    assert ticks['No kernel change, so no benchmark is needed']
+    assert ticks['Dependent tests pass'] is False
+
+
+def test_new_op_without_naive_reference_is_an_error(prepared):
+    op = HEADER + 'def shift(x, by=1.0):\n    return x + by\n'
+    test = HEADER + 'from pkg.ops.shift import shift\n\n\ndef test_shift():\n    assert shift(1.0) == 2.0\n'
+    code, body, record = prepared({'pkg/ops/shift/__init__.py': HEADER + 'from pkg.ops.shift.op import shift\n',
+                                   'pkg/ops/shift/op.py': op, 'tests/test_shift.py': test}, '[Shift] Add shift')
+    assert code == 1
+    assert _ticks(body)['`mrbot check` reports no errors on the change'] is False
+    assert 'error `TST002` at `pkg/ops/shift/`: new op pkg/ops/shift/ has no naive.py reference' in body
+    assert '1 passed, 0 failed' in _section(body, 'Test plan')
+
+
+def test_breaking_change_names_the_callers(prepared):
+    op = OP.replace('factor=2.0, ', '').replace('FACTOR_USE', '2.0')
+    code, body, record = prepared({'pkg/ops/scale/op.py': op}, '[Scale] Fix the factor at two')
+    breaking = _section(body, 'Breaking changes')
+    assert '`scale` in `pkg/ops/scale/op.py`: parameter `factor` removed' in breaking
+    assert '  Callers still on the old form: `pkg/layers.py:7`, `tests/test_scale.py:11`.' in breaking
+    assert _ticks(body)['No public signature broken'] is False
+
+
+def test_no_tests_flag_records_the_command(prepared):
+    code, body, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')},
+                                  '[Scale] Cast', '--no-tests')
+    assert code == 0
+    base = record['change']['base'][:12]
+    assert f'Dependent tests: not run (--no-tests); run `mrbot test --base {base}`' in body
+    assert 'Not measured: the dependent tests did not run.' in body
+
+
+def test_bench_rounds_below_three_is_a_clear_error(repo, monkeypatch, capsys):
+    repo.commit(_base_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['prepare', '--bench-rounds', '2']) == 2
+    assert capsys.readouterr().err.strip() == ('mrbot prepare: error: --bench-rounds must be at least 3 '
+                                               '(a confidence interval needs them), got 2')
