@@ -118,10 +118,10 @@ def network_error(forge: str, doing: str, error: requests.RequestException, retr
     # requests wraps urllib3's MaxRetryError, whose reason says what went wrong last.
     reason = getattr(reason, 'reason', reason)
     detail = ' '.join(str(reason).split())
+    tries = f'{retries} {"retry" if retries == 1 else "retries"}'
     if isinstance(error, requests.exceptions.RetryError):
-        return MrbotError(f'{forge}: {doing}: still failing after {retries} retries ({detail}); try again later')
-    return MrbotError(f'{forge}: {doing}: no answer after {retries} retries ({detail}); check the network and the '
-                      f'{forge} URL')
+        return MrbotError(f'{forge}: {doing}: still failing after {tries} ({detail}); try again later')
+    return MrbotError(f'{forge}: {doing}: no answer after {tries} ({detail}); check the network and the {forge} URL')
 
 
 def forge_error(forge: str, doing: str, status: int | None, message: str, advice: str = '') -> MrbotError:

@@ -40,9 +40,12 @@ from mrbot.forges import (
 # GitHub refuses a longer PR body or comment with "body is too long (maximum is 65536 characters)"; its REST
 # reference does not state the number.
 BODY_LIMIT = 65536
+# What a fine-grained token or a workflow's `permissions:` must grant for each call; a classic token needs `repo`.
 _WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
 _WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
-_READ = '`metadata: read` and `pull-requests: read` (a classic token: the `repo` scope for a private repository)'
+_READ_PULLS = '`pull-requests: read` (a classic token: the `repo` scope)'
+_READ_CONTENTS = '`contents: read` (a classic token: the `repo` scope)'
+_READ_METADATA = '`metadata: read` (a classic token: the `repo` scope)'
 
 
 class _Retry(ForgeRetry, GithubRetry):
@@ -80,7 +83,7 @@ class GitHub:
         self._owner = project.split('/')[0]
         self._token_source = token_source
         self._retries = retries
-        # Edits are PATCH requests, which urllib3 does not retry by default; GitHub applies them idempotently.
+        # Edits are PATCH requests, which GithubRetry leaves out (it adds only GET and POST); a repeated edit is harmless.
         retry = retry_policy(_Retry, retries, backoff, allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {'POST', 'PATCH'})
         # PyGithub spaces requests (0.25 s, 1 s between writes) to stay clear of secondary rate limits; the spacing
         # scales with backoff, so that at the default backoff it is PyGithub's own.
@@ -135,7 +138,7 @@ class GitHub:
                            draft=bool(pull.draft))
 
     def find_pull(self, branch: str) -> PullRequest | None:
-        with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ):
+        with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ_PULLS):
             pulls = self._repo.get_pulls(state='open', head=f'{self._owner}:{branch}')
             return next((self._pull(pull) for pull in pulls), None)
 
@@ -161,7 +164,7 @@ class GitHub:
             return self._pull(pull)
 
     def branch_exists(self, branch: str) -> bool:
-        with self._doing(f'looking for branch {branch} in {self.project}', _READ):
+        with self._doing(f'looking for branch {branch} in {self.project}', _READ_CONTENTS):
             try:
                 self._repo.get_branch(branch)
             except GithubException as error:
@@ -191,7 +194,7 @@ class GitHub:
             self._repo.get_issue(number).get_comment(comment_id).create_reaction(reaction)
 
     def permission(self, user: str) -> str:
-        with self._doing(f'reading the permission of {user} on {self.project}', _READ):
+        with self._doing(f'reading the permission of {user} on {self.project}', _READ_METADATA):
             try:
                 # Read directly: PyGithub's helpers take one field each, and role_name is missing on older servers.
                 _, data = self._repo.requester.requestJsonAndCheck(

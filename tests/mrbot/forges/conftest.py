@@ -9,10 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from mrbot.forges import Forge, connect
-from tests.mrbot.forges.fakeforge import BOT_TOKEN, FakeGitHub, FakeGitLab
-
-# Short waits keep the retry tests fast; the fakes' rate limits say Retry-After: 0.
-BACKOFF = 0.01
+from tests.mrbot.forges.fakeforge import BACKOFF, BOT_TOKEN, FakeGitHub, FakeGitLab
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+# Short waits keep the retry tests fast; the rate limits the tests inject say Retry-After: 0.
+BACKOFF = 0.01
 # The status of an injected failure that resets the connection instead of answering.
 RESET = 0
 BOT_TOKEN = 'bot-token'
@@ -51,6 +53,8 @@ class Account:
 
 @dataclass
 class Failure:
+    """Fail the next `times` requests of `method` to a path ending with `path`: answer `status`, or RESET."""
+
     method: str
     path: str
     status: int
@@ -61,6 +65,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class Request:
+    """A request as a route sees it: `path` decoded, `raw_path` as sent, `account` None for an unknown token."""
+
     method: str
     path: str
     raw_path: str
@@ -71,6 +77,8 @@ class Request:
 
 @dataclass
 class Answer:
+    """What the server sends back; `body` goes out as JSON."""
+
     status: int
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -148,8 +156,9 @@ class FakeForge(ABC):
                                   json.loads(raw) if raw else {}, self.accounts.get(self.token(handler)))
                 answer = self._answer(request)
             elif failure.status == RESET:
-                # No FIN, no answer: the client sees its connection reset by the peer.
+                # Closed at once with a zero linger time: no answer and no FIN, the peer sees a reset connection.
                 handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                handler.connection.close()
                 handler.close_connection = True
                 return
             else:

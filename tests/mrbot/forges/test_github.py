@@ -1,0 +1,254 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The GitHub adapter with the real PyGithub against a fake GitHub on loopback."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from mrbot.forges import REACTIONS, Forge, connect, marker
+from mrbot.records import MrbotError
+from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, BOT_TOKEN, READ_ONLY_TOKEN, RESET, FakeGitHub, sha
+
+REPORT = marker('report')
+
+
+def _connect(server: FakeGitHub, project: str | None = None, token: str = BOT_TOKEN, retries: int = 4) -> Forge:
+    return connect('github', project or server.project, url=server.url, token=token, environ={}, retries=retries,
+                   backoff=BACKOFF)
+
+
+def test_create_opens_a_draft_pull_request(github: Forge, github_server: FakeGitHub):
+    pull = github.create_pull('feature', 'main', '[Ops] Fuse the state update', 'the body')
+    assert (pull.number, pull.title, pull.body, pull.draft) == (1, '[Ops] Fuse the state update', 'the body', True)
+    assert (pull.head_branch, pull.head_sha, pull.base_branch) == ('feature', sha('feature'), 'main')
+    assert pull.url == 'https://github.example/octo/kernels/pull/1'
+    assert github_server.pulls[1]['draft'] is True
+
+
+def test_create_opens_a_ready_pull_request_when_asked(github: Forge, github_server: FakeGitHub):
+    assert github.create_pull('feature', 'main', '[Ops] Ready', 'body', draft=False).draft is False
+    assert github_server.pulls[1]['draft'] is False
+
+
+def test_create_for_a_branch_with_an_open_pull_request_updates_that_one(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature', title='[Ops] Old', body='old body')
+    pull = github.create_pull('feature', 'main', '[Ops] New', 'new body')
+    assert (pull.number, pull.title, pull.body) == (1, '[Ops] New', 'new body')
+    assert len(github_server.pulls) == 1
+
+
+def test_find_pull_finds_the_open_pull_request_of_a_branch(github: Forge, github_server: FakeGitHub):
+    assert github.find_pull('feature') is None
+    github_server.open_pull('feature', state='closed')
+    github_server.open_pull('fix/overflow')
+    assert github.find_pull('feature') is None
+    number = github_server.open_pull('feature', title='[Ops] Open', body='text')
+    found = github.find_pull('feature')
+    assert (found.number, found.title, found.body, found.head_branch) == (number, '[Ops] Open', 'text', 'feature')
+
+
+def test_update_changes_only_what_it_is_given(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature', title='[Ops] Title', body='first', draft=True)
+    pull = github.update_pull(1, body='second')
+    assert (pull.title, pull.body, pull.draft) == ('[Ops] Title', 'second', True)
+    github.update_pull(1, title='[Ops] Renamed')
+    assert (github_server.pulls[1]['title'], github_server.pulls[1]['body']) == ('[Ops] Renamed', 'second')
+
+
+def test_bodies_over_the_limit_are_refused_before_any_request(github: Forge, github_server: FakeGitHub):
+    with pytest.raises(ValueError, match='fit_body'):
+        github.create_pull('feature', 'main', '[Ops] Long', 'x' * (github.body_limit + 1))
+    with pytest.raises(ValueError, match='marker line'):
+        github.upsert_comment(1, 'report', 'x' * (github.body_limit - len(REPORT)))
+    assert github_server.requests == []
+    assert github.create_pull('feature', 'main', '[Ops] Long', 'x' * github.body_limit).number == 1
+    github.upsert_comment(1, 'report', 'x' * (github.body_limit - len(REPORT) - 1))
+    assert len(github_server.comments[1]['body']) == github.body_limit == 65536
+
+
+def test_branch_exists(github: Forge):
+    assert github.branch_exists('main')
+    assert github.branch_exists('fix/overflow')
+    assert not github.branch_exists('missing')
+
+
+def test_sticky_comment_is_edited_in_place_on_a_rerun(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    first = github.upsert_comment(1, 'report', 'first run')
+    second = github.upsert_comment(1, 'report', 'second run')
+    assert (first.created, second.created, second.id) == (True, False, first.id)
+    assert second.url == f'https://github.example/octo/kernels/pull/1#issuecomment-{first.id}'
+    assert github_server.comments_on(1) == [('mrbot-dev', f'{REPORT}\nsecond run')]
+
+
+def test_each_purpose_has_its_own_sticky_comment(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github.upsert_comment(1, 'report', 'report')
+    github.upsert_comment(1, 'bench-hopper', 'bench')
+    github.upsert_comment(1, 'report', 'report again')
+    assert github_server.comments_on(1) == [('mrbot-dev', f'{REPORT}\nreport again'),
+                                            ('mrbot-dev', '<!-- mrbot:bench-hopper -->\nbench')]
+
+
+def test_a_human_comment_holding_the_marker_is_left_alone(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.add_comment(1, f'{REPORT}\nquoting the bot', login='alice')
+    github.upsert_comment(1, 'report', 'first run')
+    github.upsert_comment(1, 'report', 'second run')
+    assert github_server.comments_on(1) == [('alice', f'{REPORT}\nquoting the bot'),
+                                            ('mrbot-dev', f'{REPORT}\nsecond run')]
+
+
+def test_a_token_that_cannot_read_its_user_edits_only_bot_comments(github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.add_comment(1, f'{REPORT}\nquoting the bot', login='alice')
+    github_server.add_comment(1, f'{REPORT}\nearlier run', login='github-actions[bot]', type='Bot')
+    comment = _connect(github_server, token=ACTIONS_TOKEN).upsert_comment(1, 'report', 'this run')
+    assert (comment.id, comment.created) == (2, False)
+    assert github_server.comments_on(1) == [('alice', f'{REPORT}\nquoting the bot'),
+                                            ('github-actions[bot]', f'{REPORT}\nthis run')]
+
+
+def test_the_sticky_comment_is_found_on_a_later_page(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    for i in range(150):
+        github_server.add_comment(1, f'comment {i}')
+    github_server.add_comment(1, f'{REPORT}\nearlier run', login='mrbot-dev')
+    assert github.upsert_comment(1, 'report', 'this run').id == 151
+    assert len(github_server.comments) == 151
+    assert github_server.comments[151]['body'] == f'{REPORT}\nthis run'
+
+
+def test_reactions_on_a_comment(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    comment = github_server.add_comment(1, '/bench chunk_simple_gla')
+    for reaction in REACTIONS:
+        github.add_reaction(1, comment, reaction)
+    github.add_reaction(1, comment, 'eyes')
+    assert github_server.reactions == [(comment, reaction, 'mrbot-dev') for reaction in REACTIONS]
+    with pytest.raises(ValueError, match="reaction 'thumbsup'"):
+        github.add_reaction(1, comment, 'thumbsup')
+
+
+@pytest.mark.parametrize(('permission', 'role', 'expected'), [
+    ('admin', 'admin', 'admin'),
+    ('write', 'maintain', 'maintain'),
+    ('write', 'write', 'write'),
+    ('read', 'triage', 'triage'),
+    ('read', 'read', 'read'),
+    ('write', 'kernel-reviewer', 'write'),
+    ('read', None, 'read'),
+    ('none', 'none', 'none'),
+])
+def test_permission_is_the_role_else_the_legacy_permission(github: Forge, github_server: FakeGitHub, permission, role,
+                                                           expected):
+    github_server.collaborators['bob'] = (permission, role)
+    assert github.permission('bob') == expected
+
+
+def test_permission_of_someone_github_does_not_know_is_none(github: Forge):
+    assert github.permission('stranger') == 'none'
+
+
+def test_create_is_retried_after_a_502_and_happens_once(github: Forge, github_server: FakeGitHub):
+    github_server.fail('POST', '/pulls', 502)
+    assert github.create_pull('feature', 'main', '[Ops] Title', 'body').number == 1
+    assert len(github_server.pulls) == 1
+    assert github_server.count('POST', '/pulls') == 2
+
+
+def test_edits_and_comments_are_retried_after_a_502(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.fail('PATCH', '/pulls/1', 502)
+    github_server.fail('POST', '/issues/1/comments', 503)
+    github.update_pull(1, body='edited')
+    github.upsert_comment(1, 'report', 'posted')
+    github_server.fail('PATCH', '/issues/comments/1', 504)
+    github.upsert_comment(1, 'report', 'edited')
+    assert github_server.pulls[1]['body'] == 'edited'
+    assert github_server.comments_on(1) == [('mrbot-dev', f'{REPORT}\nedited')]
+
+
+def _past() -> str:
+    return str(int(time.time()) - 60)
+
+
+@pytest.mark.parametrize(('status', 'message', 'headers'), [
+    (429, 'Too many requests', {'Retry-After': '0'}),
+    (429, 'API rate limit exceeded for user ID 1.', {'x-ratelimit-remaining': '0', 'x-ratelimit-reset': _past()}),
+    (403, 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+     {'Retry-After': '0'}),
+    (403, 'API rate limit exceeded for user ID 1.', {'x-ratelimit-remaining': '0', 'x-ratelimit-reset': _past()}),
+])
+def test_create_is_retried_after_a_rate_limit(github: Forge, github_server: FakeGitHub, status, message, headers):
+    github_server.fail('POST', '/pulls', status, message=message, headers=headers)
+    assert github.create_pull('feature', 'main', '[Ops] Title', 'body').number == 1
+    assert len(github_server.pulls) == 1
+
+
+def test_create_is_retried_after_a_connection_reset(github: Forge, github_server: FakeGitHub):
+    github_server.fail('POST', '/pulls', RESET)
+    assert github.create_pull('feature', 'main', '[Ops] Title', 'body').number == 1
+    assert len(github_server.pulls) == 1
+
+
+def test_after_the_last_retry_the_error_says_what_failed(github_server: FakeGitHub):
+    github_server.fail('POST', '/pulls', 502, times=3)
+    with pytest.raises(MrbotError) as error:
+        _connect(github_server, retries=2).create_pull('feature', 'main', '[Ops] Title', 'body')
+    assert str(error.value) == ('GitHub: opening a pull request from feature into main in octo/kernels: still failing '
+                                'after 2 retries (too many 502 error responses); try again later')
+    assert github_server.count('POST', '/pulls') == 3
+    assert github_server.pulls == {}
+
+
+def test_an_unreachable_server_is_one_line():
+    # A bound socket that does not listen refuses every connection for as long as it is held.
+    with socket.socket() as refusing:
+        refusing.bind(('127.0.0.1', 0))
+        url = f'http://127.0.0.1:{refusing.getsockname()[1]}'
+        forge = connect('github', 'octo/kernels', url=url, token=BOT_TOKEN, environ={}, retries=1, backoff=BACKOFF)
+        with pytest.raises(MrbotError, match=r'^GitHub: looking for branch main in octo/kernels: no answer after 1 '
+                                             r'retry \(.*refused.*\); check the network and the GitHub URL$') as error:
+            forge.branch_exists('main')
+    assert '\n' not in str(error.value)
+
+
+def test_a_refused_token_names_the_variable_it_came_from(github_server: FakeGitHub):
+    environ = {'GITHUB_API_URL': github_server.url, 'GH_TOKEN': 'revoked-token'}
+    with pytest.raises(MrbotError) as error:
+        connect('github', github_server.project, environ=environ, backoff=BACKOFF).find_pull('feature')
+    assert str(error.value) == ('GitHub: looking for the open pull request of feature in octo/kernels: 401 Bad '
+                                'credentials; GitHub refused the token from GH_TOKEN: it is mistyped, expired or revoked')
+
+
+def test_a_project_the_token_cannot_see_is_named(github_server: FakeGitHub):
+    forge = _connect(github_server, project='octo/private')
+    with pytest.raises(MrbotError) as error:
+        forge.create_pull('feature', 'main', '[Ops] Title', 'body')
+    assert str(error.value).startswith('GitHub: opening a pull request from feature into main in octo/private: '
+                                       '404 Not Found; it does not exist, or the token given to mrbot cannot see '
+                                       'octo/private')
+    for call in (lambda: forge.branch_exists('main'), lambda: forge.permission('bob')):
+        with pytest.raises(MrbotError, match='cannot see octo/private'):
+            call()
+
+
+def test_a_missing_pull_request_is_named(github: Forge):
+    with pytest.raises(MrbotError, match=r'^GitHub: editing pull request #7 of octo/kernels: 404 Not Found; it does'):
+        github.update_pull(7, body='text')
+
+
+def test_a_missing_permission_names_it_and_is_not_retried(github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    forge = _connect(github_server, token=READ_ONLY_TOKEN)
+    with pytest.raises(MrbotError, match=r'403 Resource not accessible by personal access token; the token given to '
+                                         r'mrbot lacks a permission on octo/kernels: it needs `pull-requests: write`'):
+        forge.create_pull('fix/overflow', 'main', '[Ops] Title', 'body')
+    with pytest.raises(MrbotError, match='it needs `issues: write`'):
+        forge.upsert_comment(1, 'report', 'text')
+    assert github_server.count('POST', '/pulls') == 1
