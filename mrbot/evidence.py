@@ -31,7 +31,8 @@ class Step:
 
 
 def conclusion(record: dict) -> dict:
-    """improvement / neutral / trade-off / regression / pending / gate-failed, with every regressed row named."""
+    """improvement / neutral / trade-off / regression / pending / gate-failed / not-evidence, with every regressed row
+    named."""
     bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
     if not record['ops']:
         return {'kind': 'neutral', 'text': 'neutral: no kernel change (no benchmarkable op reaches a changed file)',
@@ -43,6 +44,9 @@ def conclusion(record: dict) -> dict:
         return {'kind': 'pending', 'text': f'pending ({why}){command}', 'regressed': []}
     if bench['gate']['status'] == 'failed':
         return {'kind': 'gate-failed', 'text': 'no speed claim: the correctness gate failed', 'regressed': []}
+    if not bench['machine'].get('evidence'):
+        return {'kind': 'not-evidence', 'text': 'no speed claim: timed under the Triton interpreter, not on a GPU',
+                'regressed': []}
 
     def name(row: dict) -> str:
         return f"{row['op']} {row['mode']} {row['shape']['name']} ({row['ratio']:.3f}x time)"

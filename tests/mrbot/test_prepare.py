@@ -9,7 +9,10 @@ import re
 
 import pytest
 
+from mrbot import evidence
 from mrbot.cli import main
+from mrbot.config import load_config
+from mrbot.prepare import render_body
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -201,3 +204,21 @@ def test_bench_rounds_below_three_is_a_clear_error(repo, monkeypatch, capsys):
     assert main(['prepare', '--bench-rounds', '2']) == 2
     assert capsys.readouterr().err.strip() == ('mrbot prepare: error: --bench-rounds must be at least 3 '
                                                '(a confidence interval needs them), got 2')
+
+
+def test_a_measured_benchmark_fills_its_section(prepared, repo, tmp_path_factory):
+    """The section a GPU run fills, rendered from a real paired run (here under the interpreter, so never a claim)."""
+    _, _, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast',
+                            '--no-tests')
+    measured = tmp_path_factory.mktemp('out') / 'bench.json'
+    assert main(['bench', '--op', 'scale', '--base', 'main', '--rounds', '3', '--json', str(measured)]) == 0
+    record['bench'] = json.loads(measured.read_text())
+    record['conclusion'] = evidence.conclusion(record)
+    bench = _section(render_body(record, repo.root, load_config(repo.root)), 'Benchmark / NCU')
+    assert 'Hardware: **cpu** (cpu (not evidence)), driver -' in bench
+    assert '3 interleaved rounds, each timed call one CUDA graph replay; inputs x float32.' in bench
+    rows = re.findall(r'^\| scale \| (fwd|fwdbwd) \| small \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+-[\d.]+ \| (\w+) '
+                      r'\(not evidence: no GPU, Triton interpreter\) \|', bench, re.MULTILINE)
+    assert sorted(mode for mode, _ in rows) == ['fwd', 'fwdbwd'] and {v for _, v in rows} <= {'same', 'noisy'}
+    assert 'Correctness gate: passed' in bench and 'Nsight Compute: not collected' in bench
+    assert '**Conclusion: no speed claim: timed under the Triton interpreter, not on a GPU.**' in bench

@@ -178,8 +178,8 @@ def test_selection_on_this_repository():
     config = load_config(root)
     kernel = {t.test for t in select(root, config, ['fla/ops/simple_gla/chunk.py']).tests}
     assert 'tests/ops/test_simple_gla.py' in kernel
-    # the only bot test a kernel change selects is the one that runs the kernel, through `mrbot demo`
-    assert {t for t in kernel if t.startswith(('tests/mrbot/', 'tests/checks/'))} == {'tests/mrbot/test_demo.py'}
+    # no bot test imports the library: `mrbot demo` runs its kernels in a clone, in other processes
+    assert {t for t in kernel if t.startswith(('tests/mrbot/', 'tests/checks/'))} == set()
     render = {t.test for t in select(root, config, ['mrbot/render.py']).tests}
     assert render and not any(t.startswith('tests/ops/') for t in render)
     everything = {t.test for t in select(root, config, ['tests/conftest.py']).tests}
