@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -22,6 +23,9 @@ from mrbot.records import MrbotError
 
 REACTIONS = ('eyes', '+1', '-1', 'rocket', 'confused', 'hooray', 'heart', 'laugh')
 PERMISSIONS = ('admin', 'maintain', 'write', 'triage', 'read', 'none')
+CONCLUSIONS = ('success', 'failure', 'neutral')
+# GitHub's annotation_level values; GitLab has no annotations.
+ANNOTATION_LEVELS = ('notice', 'warning', 'failure')
 # Answers worth another try: the server was busy or broken, or asked us to slow down.
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 MAX_BACKOFF = 60.0
@@ -42,6 +46,8 @@ class PullRequest:
     """A GitHub pull request or a GitLab merge request, as the forge reports it after the call.
 
     `number` is the PR number or the MR iid; `title` is without GitLab's draft prefix, which `draft` reports instead.
+    `state` is 'open', 'closed' or 'merged'. `head_repo` is the 'owner/name' of the project `head_branch` lives in:
+    another project than this one for a fork's PR/MR, and '' where the forge no longer knows it (a deleted fork).
     """
 
     number: int
@@ -52,6 +58,8 @@ class PullRequest:
     head_sha: str
     base_branch: str
     draft: bool
+    state: str
+    head_repo: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,35 @@ class Comment:
     id: int
     url: str
     created: bool
+
+
+@dataclass(frozen=True)
+class Note:
+    """A comment on a PR/MR as read back; `created_at` is ISO 8601 in UTC to the second, '2026-12-03T04:00:00+00:00'.
+
+    `author_is_bot` is GitHub's Bot user type, or GitLab's bot flag where its answer carries one.
+    """
+
+    id: int
+    author: str
+    author_is_bot: bool
+    body: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A finding shown at a line of a file in a check run; `level` is one of ANNOTATION_LEVELS."""
+
+    path: str
+    line: int
+    level: str
+    message: str
+    title: str = ''
+
+    def __post_init__(self) -> None:
+        if self.level not in ANNOTATION_LEVELS:
+            raise ValueError(f"annotation level '{self.level}': expected one of {', '.join(ANNOTATION_LEVELS)}")
 
 
 class Forge(Protocol):
@@ -89,6 +126,38 @@ class Forge(Protocol):
 
     def permission(self, user: str) -> str:
         """The user's role in the project, one of PERMISSIONS."""
+
+    def get_pull(self, number: int) -> PullRequest:
+        """The PR/MR `number`, in whatever state it is."""
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        """Post `body` as a new comment on a PR/MR, e.g. a reply to a command; nothing earlier is edited."""
+
+    def comments(self, number: int) -> list[Note]:
+        """Every comment on a PR/MR by a person or a bot, oldest first (GitLab's system notes left out)."""
+
+    def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
+                      annotations: Sequence[Annotation] = ()) -> str:
+        """Report a finished check on commit `sha` where the forge shows it next to the PR/MR; returns its URL.
+
+        Args:
+            sha (str):
+                The commit checked.
+            name (str):
+                The check's name, e.g. 'mrbot'.
+            conclusion (str):
+                One of CONCLUSIONS.
+            title (str):
+                One line saying what was found.
+            summary (str):
+                Markdown with the details.
+            annotations (Sequence[Annotation], Optional):
+                Findings at lines of files, where the forge can show them.
+                Default: `()`.
+
+        Raises:
+            ValueError: `conclusion` is not one of CONCLUSIONS.
+        """
 
 
 class ForgeRetry(Retry):
@@ -134,6 +203,25 @@ def require_fit(text: str, limit: int, what: str) -> None:
     """Refuse text over the forge's limit: the caller fits it with `fit_body`, which knows where the full text is."""
     if len(text) > limit:
         raise ValueError(f'{what} is {len(text)} characters, over the limit of {limit}: fit it with fit_body first')
+
+
+def require_conclusion(conclusion: str) -> None:
+    """Refuse a check conclusion that is not one of CONCLUSIONS, before anything is sent."""
+    if conclusion not in CONCLUSIONS:
+        raise ValueError(f"check conclusion '{conclusion}': expected one of {', '.join(CONCLUSIONS)}")
+
+
+def utc_timestamp(moment: datetime | str) -> str:
+    """A forge's timestamp as ISO 8601 in UTC to the second, e.g. '2026-12-03T04:00:00+00:00'.
+
+    GitHub writes '...Z', GitLab '...000Z' with milliseconds; a time without a zone is taken to be UTC.
+    """
+    if isinstance(moment, str):
+        # Python before 3.11 does not read a trailing Z.
+        moment = datetime.fromisoformat(moment.removesuffix('Z') + ('+00:00' if moment.endswith('Z') else ''))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat()
 
 
 def sticky_text(purpose: str, body: str, limit: int) -> str:
@@ -286,15 +374,32 @@ def fit_body(body: str, limit: int, full_text_url: str) -> str:
     Raises:
         ValueError: `limit` is too small for the note alone.
     """
-    if len(body) <= limit:
-        return body
-    note = f"_Truncated to fit this forge's {limit}-character limit; the full text is at {full_text_url}._"
+    return fit_markdown(body, limit, f"_Truncated to fit this forge's {limit}-character limit; the full text is at "
+                                     f'{full_text_url}._')
+
+
+def fit_markdown(text: str, limit: int, note: str) -> str:
+    """`text` when it fits in `limit` characters, else its first lines and `note`, cut as `fit_body` cuts.
+
+    Args:
+        text (str):
+            The markdown to post.
+        limit (int):
+            How many characters the forge takes.
+        note (str):
+            The paragraph that ends a cut text, saying that it was cut.
+
+    Raises:
+        ValueError: `limit` is too small for the note alone.
+    """
+    if len(text) <= limit:
+        return text
     if len(note) > limit:
         raise ValueError(f'a limit of {limit} characters leaves no room for the {len(note)}-character truncation note')
     kept: list[str] = []
     size, fence = 0, None
-    # Every line but the last ends with a newline; the last cannot be kept, as the whole body does not fit.
-    for line in (f'{text}\n' for text in body.split('\n')[:-1]):
+    # Every line but the last ends with a newline; the last cannot be kept, as the whole text does not fit.
+    for line in (f'{line_text}\n' for line_text in text.split('\n')[:-1]):
         fence_after = _fence_after(line, fence)
         closing = len(fence_after) + 1 if fence_after else 0
         # A blank line between the kept text and the note keeps the note a paragraph of its own.

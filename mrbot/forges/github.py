@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The GitHub adapter, on PyGithub: pull requests, sticky issue comments, reactions and collaborator roles.
+"""The GitHub adapter, on PyGithub: pull requests, issue comments, reactions, collaborator roles and check runs.
 
 Retrying is PyGithub's own: it hands a urllib3 Retry to its HTTP session, and its GithubRetry tells GitHub's rate
 limit 403s (retried, waiting for Retry-After or the quota's reset) from the others (raised at once). What it leaves
@@ -11,7 +11,7 @@ quota waits for x-ratelimit-reset, and the first retry waits as well.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from urllib.parse import quote
@@ -26,26 +26,36 @@ from urllib3.response import BaseHTTPResponse
 from mrbot.forges import (
     PERMISSIONS,
     REACTIONS,
+    Annotation,
     Comment,
     ForgeRetry,
+    Note,
     PullRequest,
     carries_marker,
+    fit_markdown,
     forge_error,
     network_error,
+    require_conclusion,
     require_fit,
     retry_policy,
     sticky_text,
+    utc_timestamp,
 )
 
 # GitHub refuses a longer PR body or comment with "body is too long (maximum is 65536 characters)"; its REST
 # reference does not state the number.
 BODY_LIMIT = 65536
+# GitHub's limits on a check run: the characters of output.summary, and the annotations one request may carry.
+SUMMARY_LIMIT = 65535
+ANNOTATIONS_PER_REQUEST = 50
 # What a fine-grained token or a workflow's `permissions:` must grant for each call; a classic token needs `repo`.
 _WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
 _WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
 _READ_PULLS = '`pull-requests: read` (a classic token: the `repo` scope)'
+_READ_ISSUES = '`issues: read` (a classic token: the `repo` scope)'
 _READ_CONTENTS = '`contents: read` (a classic token: the `repo` scope)'
 _READ_METADATA = '`metadata: read` (a classic token: the `repo` scope)'
+_WRITE_CHECKS = "`checks: write` (only a GitHub App or a workflow's GITHUB_TOKEN can hold it)"
 
 
 class _Retry(ForgeRetry, GithubRetry):
@@ -70,6 +80,19 @@ def _message(error: GithubException) -> str:
         else:
             parts.append(str(detail))
     return ' '.join(': '.join(part for part in parts if part).split()) or 'no message'
+
+
+def _annotation(annotation: Annotation) -> dict[str, str | int]:
+    found = {'path': annotation.path, 'start_line': annotation.line, 'end_line': annotation.line,
+             'annotation_level': annotation.level, 'message': annotation.message}
+    return {**found, 'title': annotation.title} if annotation.title else found
+
+
+def _note(comment: IssueComment) -> Note:
+    # A comment by a deleted account may come without its user.
+    user = comment.user
+    return Note(id=comment.id, author=user.login if user else '', author_is_bot=user is not None and user.type == 'Bot',
+                body=comment.body or '', created_at=utc_timestamp(comment.created_at))
 
 
 class GitHub:
@@ -133,9 +156,13 @@ class GitHub:
         return user.login == self._bot_login if self._bot_login else user.type == 'Bot'
 
     def _pull(self, pull: GitHubPullRequest) -> PullRequest:
+        # merged_at is in list answers too, where `merged` would cost a request per pull request.
+        state = 'merged' if pull.merged_at is not None else pull.state
+        # GitHub leaves head.repo null once a fork is deleted.
+        head_repo = pull.head.repo.full_name if pull.head.repo is not None else ''
         return PullRequest(number=pull.number, url=pull.html_url, title=pull.title, body=pull.body or '',
                            head_branch=pull.head.ref, head_sha=pull.head.sha, base_branch=pull.base.ref,
-                           draft=bool(pull.draft))
+                           draft=bool(pull.draft), state=state, head_repo=head_repo)
 
     def find_pull(self, branch: str) -> PullRequest | None:
         with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ_PULLS):
@@ -207,3 +234,38 @@ class GitHub:
         role, permission = data.get('role_name'), data.get('permission')
         # A custom role's name is its own; its base permission is one of the legacy admin, write, read or none.
         return role if role in PERMISSIONS else permission if permission in PERMISSIONS else 'none'
+
+    def get_pull(self, number: int) -> PullRequest:
+        with self._doing(f'reading pull request #{number} of {self.project}', _READ_PULLS):
+            return self._pull(self._repo.get_pull(number))
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        require_fit(body, BODY_LIMIT, 'the comment')
+        with self._doing(f'commenting on pull request #{number} of {self.project}', _WRITE_ISSUES):
+            created = self._repo.get_issue(number).create_comment(body)
+            return Comment(created.id, created.html_url, created=True)
+
+    def comments(self, number: int) -> list[Note]:
+        """The conversation's comments (GitHub's issue comments); review comments on lines of the diff are not read."""
+        with self._doing(f'reading the comments on pull request #{number} of {self.project}', _READ_ISSUES):
+            return [_note(comment) for comment in self._repo.get_issue(number).get_comments()]
+
+    def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
+                      annotations: Sequence[Annotation] = ()) -> str:
+        """A completed check run; the annotations beyond GitHub's 50 per request are added by edits of the run.
+
+        A summary over GitHub's 65535 characters is cut at a line, with a note saying so.
+        """
+        require_conclusion(conclusion)
+        note = f"_Cut to fit GitHub's {SUMMARY_LIMIT}-character limit on a check run's summary._"
+        output = {'title': title, 'summary': fit_markdown(summary, SUMMARY_LIMIT, note)}
+        batches = [[_annotation(annotation) for annotation in annotations[start:start + ANNOTATIONS_PER_REQUEST]]
+                   for start in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+        with self._doing(f"publishing the '{name}' check of {sha} in {self.project}", _WRITE_CHECKS):
+            run = self._repo.create_check_run(name=name, head_sha=sha, status='completed', conclusion=conclusion,
+                                              output={**output, 'annotations': batches[0]})
+            # GitHub adds each edit's annotations to the run's, and wants the title and summary with every output.
+            for batch in batches[1:]:
+                run.edit(output={**output, 'annotations': batch})
+            return run.html_url
+

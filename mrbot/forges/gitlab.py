@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The GitLab adapter, on python-gitlab: merge requests, sticky notes, award emoji and member roles.
+"""The GitLab adapter, on python-gitlab: merge requests, notes, award emoji, member roles and commit statuses.
 
 python-gitlab's own retrying (`retry_transient_errors`, and 429s always) waits a fixed 0.1 s * 2**n and tries up to
 ten times per request, and neither number can be set for the client. So the retrying is done one layer down, by a
@@ -11,32 +11,38 @@ raises when it gives up, before python-gitlab sees the last answer and starts re
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 
 import gitlab
 import requests
 from gitlab.exceptions import GitlabCreateError, GitlabError, GitlabGetError
-from gitlab.v4.objects import ProjectMergeRequest
+from gitlab.v4.objects import ProjectMergeRequest, ProjectMergeRequestNote
 from requests.adapters import HTTPAdapter
 
 from mrbot.forges import (
     REACTIONS,
+    Annotation,
     Comment,
     ForgeRetry,
+    Note,
     PullRequest,
     carries_marker,
     forge_error,
     network_error,
+    require_conclusion,
     require_fit,
     retry_policy,
     sticky_text,
+    utc_timestamp,
 )
 
 # GitLab caps MR descriptions and notes at 1,000,000 characters (Gitlab::Database::MAX_TEXT_SIZE_LIMIT, validated
 # on both; see the gitlab-foss commit "Limit the size of issuable description and comments").
 BODY_LIMIT = 1_000_000
+# The characters a commit status's description holds.
+DESCRIPTION_LIMIT = 255
 # Access levels from the top: Owner 50, Maintainer 40, Developer 30, Reporter 20, Planner 15 and Guest 10 read;
 # Minimal Access (5) cannot see the code, like a non-member.
 _ROLES = ((50, 'admin'), (40, 'maintain'), (30, 'write'), (10, 'read'))
@@ -44,6 +50,10 @@ _AWARDS = {'eyes': 'eyes', '+1': 'thumbsup', '-1': 'thumbsdown', 'rocket': 'rock
            'hooray': 'tada', 'heart': 'heart', 'laugh': 'laughing'}
 # The title prefixes GitLab reads as "this MR is a draft".
 _DRAFT_PREFIX = re.compile(r'\s*(?:\[draft\]|\(draft\)|draft:)\s*', re.IGNORECASE)
+# GitLab's MR states as mrbot's; 'locked' is an MR in the middle of being merged.
+_STATES = {'opened': 'open', 'locked': 'open', 'closed': 'closed', 'merged': 'merged'}
+# A commit status has no neutral: a check that found nothing to judge passes.
+_STATUS_STATES = {'success': 'success', 'neutral': 'success', 'failure': 'failed'}
 _WRITE = 'the `api` scope and at least the Developer role'
 _READ = 'the `read_api` scope and at least the Guest role'
 
@@ -68,6 +78,17 @@ def _draft_title(title: str) -> str:
 def _is_draft(merge_request: ProjectMergeRequest) -> bool:
     # GitLab before 14.0 named the flag work_in_progress.
     return bool(merge_request.attributes.get('draft', merge_request.attributes.get('work_in_progress', False)))
+
+
+def _note(note: ProjectMergeRequestNote) -> Note:
+    author = note.author
+    return Note(id=note.id, author=author['username'], author_is_bot=bool(author.get('bot', False)), body=note.body,
+                created_at=utc_timestamp(note.created_at))
+
+
+def _shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, its end marked with an ellipsis where something was cut."""
+    return text if len(text) <= limit else text[:limit - 1] + '…'
 
 
 class GitLab:
@@ -121,13 +142,29 @@ class GitLab:
         self._gitlab.auth()
         return self._gitlab.user.id
 
+    def _source_project(self, merge_request: ProjectMergeRequest) -> str:
+        """The path of the project the MR's branch lives in: this one, a fork, or '' for a fork GitLab no longer has."""
+        source = merge_request.source_project_id
+        if source == merge_request.target_project_id:
+            return self.project
+        if source is None:
+            return ''
+        try:
+            return self._gitlab.projects.get(source).path_with_namespace
+        except GitlabGetError as error:
+            # A private fork the token may not read is still a fork.
+            if error.response_code != 404:
+                raise
+            return ''
+
     def _pull(self, merge_request: ProjectMergeRequest) -> PullRequest:
         draft = _is_draft(merge_request)
         prefix = _DRAFT_PREFIX.match(merge_request.title) if draft else None
         title = merge_request.title[prefix.end():] if prefix else merge_request.title
         return PullRequest(number=merge_request.iid, url=merge_request.web_url, title=title,
                            body=merge_request.description or '', head_branch=merge_request.source_branch,
-                           head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft)
+                           head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft,
+                           state=_STATES[merge_request.state], head_repo=self._source_project(merge_request))
 
     def _note_url(self, number: int, note_id: int) -> str:
         return f'{self._server_url}/{self.project}/-/merge_requests/{number}#note_{note_id}'
@@ -135,7 +172,9 @@ class GitLab:
     def find_pull(self, branch: str) -> PullRequest | None:
         with self._doing(f'looking for the open merge request of {branch} in {self.project}', _READ):
             merge_requests = self._project.mergerequests.list(source_branch=branch, state='opened', iterator=True)
-            return next((self._pull(merge_request) for merge_request in merge_requests), None)
+            # The source_branch filter also matches a fork's branch of the same name.
+            return next((self._pull(merge_request) for merge_request in merge_requests
+                         if merge_request.source_project_id == merge_request.target_project_id), None)
 
     def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
         require_fit(body, BODY_LIMIT, 'the merge request description')
@@ -208,3 +247,32 @@ class GitLab:
             level = max((member.access_level for member in members if member.username.lower() == user.lower()),
                         default=0)
         return next((role for floor, role in _ROLES if level >= floor), 'none')
+
+    def get_pull(self, number: int) -> PullRequest:
+        with self._doing(f'reading merge request !{number} of {self.project}', _READ):
+            return self._pull(self._project.mergerequests.get(number))
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        require_fit(body, BODY_LIMIT, 'the note')
+        with self._doing(f'commenting on merge request !{number} of {self.project}', _WRITE):
+            created = self._project.mergerequests.get(number, lazy=True).notes.create({'body': body})
+            return Comment(created.id, self._note_url(number, created.id), created=True)
+
+    def comments(self, number: int) -> list[Note]:
+        with self._doing(f'reading the notes on merge request !{number} of {self.project}', _READ):
+            notes = self._project.mergerequests.get(number, lazy=True).notes
+            return [_note(note) for note in notes.list(iterator=True, sort='asc', order_by='created_at')
+                    if not note.system]
+
+    def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
+                      annotations: Sequence[Annotation] = ()) -> str:
+        """A commit status named `name`: 'success' for a success or a neutral result, 'failed' for a failure.
+
+        A commit status holds a one-line description and no more: `title` is cut to its 255 characters, and the
+        summary and the annotations are not sent. Returns the status's target_url, else the commit's page.
+        """
+        require_conclusion(conclusion)
+        with self._doing(f"publishing the '{name}' status of {sha} in {self.project}", _WRITE):
+            status = self._project.commits.get(sha, lazy=True).statuses.create({
+                'state': _STATUS_STATES[conclusion], 'name': name, 'description': _shorten(title, DESCRIPTION_LIMIT)})
+        return status.attributes.get('target_url') or f'{self._server_url}/{self.project}/-/commit/{sha}'

@@ -3,8 +3,9 @@
 """A GitHub and a GitLab that live in memory: REST servers on loopback for the forge adapters' tests.
 
 Each answers the endpoints the adapters use, shaped like the real services' answers in the fields the clients read,
-and keeps its state in plain attributes that tests set up and inspect. `fail` makes the next matching requests fail
-with a status and headers, or by resetting the connection. Requests are served one at a time under a lock.
+and keeps its state in plain attributes that tests set up and inspect; the n-th comment or note was written at
+`created_at(n)`. `fail` makes the next matching requests fail with a status and headers, or by resetting the
+connection. Requests are served one at a time under a lock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -33,11 +35,25 @@ READ_ONLY_TOKEN = 'read-only-token'
 GITHUB_WEB = 'https://github.example'
 GITLAB_WEB = 'https://gitlab.example'
 _DRAFT = re.compile(r'\s*(?:\[draft\]|\(draft\)|draft:)', re.IGNORECASE)
+# Milliseconds in it, which GitLab writes and GitHub leaves out.
+_FIRST_CREATED = datetime(2026, 12, 3, 4, 0, 0, 123000, tzinfo=timezone.utc)
+# GitHub's limits on a check run, which its adapter must keep to.
+_CHECK_RUN_ANNOTATIONS = 50
+_CHECK_RUN_SUMMARY = 65535
+# The id GitLab gives the fake's own project.
+_PROJECT_ID = 7
+# The states GitLab takes for a commit status.
+_STATUS_STATES = ('pending', 'running', 'success', 'failed', 'canceled', 'skipped')
 
 
 def sha(branch: str) -> str:
-    """The commit a fake branch points at."""
+    """The commit a fake branch points at; a fork's branch is named 'owner/name:branch'."""
     return hashlib.sha1(branch.encode()).hexdigest()
+
+
+def created_at(number: int) -> datetime:
+    """When the fake says its `number`-th comment or note was written: a minute after the one before."""
+    return _FIRST_CREATED + timedelta(minutes=number - 1)
 
 
 @dataclass
@@ -225,6 +241,8 @@ class FakeGitHub(FakeForge):
         self.reactions: list[tuple[int, str, str]] = []
         # login: (legacy permission, role name or None where an older server leaves it out)
         self.collaborators: dict[str, tuple[str, str | None]] = {}
+        # Each check run created, with its output and every annotation sent to it, in order.
+        self.check_runs: list[dict[str, Any]] = []
         repo = r'/repos/[^/]+/[^/]+'
         self.route('GET', r'/user', self._user)
         self.route('GET', repo, self._repository)
@@ -238,13 +256,17 @@ class FakeGitHub(FakeForge):
         self.route('PATCH', repo + r'/issues/comments/(?P<comment>\d+)', self._edit_comment)
         self.route('POST', repo + r'/issues/comments/(?P<comment>\d+)/reactions', self._react)
         self.route('GET', repo + r'/collaborators/(?P<user>[^/]+)/permission', self._permission)
+        self.route('POST', repo + r'/check-runs', self._create_check_run)
+        self.route('PATCH', repo + r'/check-runs/(?P<run>\d+)', self._edit_check_run)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
-                  state: str = 'open') -> int:
+                  state: str = 'open', merged: bool = False, head_repo: str | None = None) -> int:
+        """Open a pull request from `head` of this repository, or of the fork `head_repo`; a merged one is closed."""
         with self.lock:
             number = len(self.pulls) + 1
             self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
-                                  'draft': draft, 'state': state}
+                                  'draft': draft, 'state': 'closed' if merged else state, 'merged': merged,
+                                  'head_repo': head_repo or self.project}
             return number
 
     def add_comment(self, number: int, body: str, login: str = 'alice', type: str = 'User') -> int:
@@ -271,18 +293,41 @@ class FakeGitHub(FakeForge):
             return Answer(404, {'message': 'Not Found'})
         return None
 
+    def _head_sha(self, pull: dict[str, Any]) -> str:
+        """The commit a pull request's head branch points at, in this repository or in its fork."""
+        if pull['head_repo'] == self.project:
+            return self.branches[pull['head']]
+        return sha(f"{pull['head_repo']}:{pull['head']}")
+
+    def _head_label(self, pull: dict[str, Any]) -> str:
+        return f"{pull['head_repo'].split('/')[0]}:{pull['head']}"
+
+    def _repo_json(self, full_name: str) -> dict[str, Any]:
+        return {'full_name': full_name, 'url': f'{self.url}/repos/{full_name}'}
+
     def _pull_json(self, pull: dict[str, Any]) -> dict[str, Any]:
         number = pull['number']
+        merged_at = '2026-12-04T00:00:00Z' if pull['merged'] else None
         return {'url': f'{self.url}/repos/{self.project}/pulls/{number}', 'number': number,
                 'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
+                'merged': pull['merged'], 'merged_at': merged_at,
                 'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
-                'head': {'ref': pull['head'], 'sha': self.branches[pull['head']], 'label': f"{self.owner}:{pull['head']}"},
-                'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}"}}
+                'head': {'ref': pull['head'], 'sha': self._head_sha(pull), 'label': self._head_label(pull),
+                         'repo': self._repo_json(pull['head_repo'])},
+                'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}",
+                         'repo': self._repo_json(self.project)}}
 
     def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
         return {'id': comment['id'], 'url': f"{self.url}/repos/{self.project}/issues/comments/{comment['id']}",
                 'html_url': f"{GITHUB_WEB}/{self.project}/pull/{comment['issue']}#issuecomment-{comment['id']}",
-                'body': comment['body'], 'user': {'login': comment['login'], 'type': comment['type']}}
+                'body': comment['body'], 'user': {'login': comment['login'], 'type': comment['type']},
+                'created_at': created_at(comment['id']).strftime('%Y-%m-%dT%H:%M:%SZ')}
+
+    def _check_run_json(self, run: dict[str, Any]) -> dict[str, Any]:
+        return {'id': run['id'], 'url': f"{self.url}/repos/{self.project}/check-runs/{run['id']}",
+                'html_url': f"{GITHUB_WEB}/{self.project}/runs/{run['id']}", 'name': run['name'],
+                'head_sha': run['head_sha'], 'status': run['status'], 'conclusion': run['conclusion'],
+                'output': {**run['output'], 'annotations_count': len(run['annotations'])}}
 
     def _user(self, request: Request) -> Answer:
         account = request.account
@@ -295,8 +340,9 @@ class FakeGitHub(FakeForge):
 
     def _list_pulls(self, request: Request) -> Answer:
         state, head = request.query.get('state', 'open'), request.query.get('head')
-        pulls = [self._pull_json(pull) for pull in self.pulls.values()
-                 if state in ('all', pull['state']) and head in (None, f"{self.owner}:{pull['head']}")]
+        # GitHub's list leaves out `merged`; merged_at tells a merged pull request there.
+        pulls = [{key: value for key, value in self._pull_json(pull).items() if key != 'merged'}
+                 for pull in self.pulls.values() if state in ('all', pull['state']) and head in (None, self._head_label(pull))]
         return self.page(request, pulls)
 
     def _create_pull(self, request: Request) -> Answer:
@@ -314,7 +360,8 @@ class FakeGitHub(FakeForge):
                  'message': 'body is too long (maximum is 65536 characters)'}]})
         number = len(self.pulls) + 1
         self.pulls[number] = {'number': number, 'head': body['head'], 'base': body['base'], 'title': body['title'],
-                              'body': body.get('body') or '', 'draft': bool(body.get('draft')), 'state': 'open'}
+                              'body': body.get('body') or '', 'draft': bool(body.get('draft')), 'state': 'open',
+                              'merged': False, 'head_repo': self.project}
         return Answer(201, self._pull_json(self.pulls[number]))
 
     def _get_pull(self, request: Request, number: str) -> Answer:
@@ -374,6 +421,48 @@ class FakeGitHub(FakeForge):
         answer = {'permission': permission, 'user': {'login': user, 'type': 'User'}}
         return Answer(200, answer if role is None else {**answer, 'role_name': role})
 
+    def _refused_output(self, output: dict[str, Any] | None) -> Answer | None:
+        """GitHub's refusal of a check run's output, or None: it needs a title and a summary, within its limits."""
+        if output is None:
+            return None
+        missing = [key for key in ('title', 'summary') if key not in output]
+        annotations = output.get('annotations') or []
+        problems = [f'"{key}" wasn\'t supplied.' for key in missing]
+        if len(output.get('summary') or '') > _CHECK_RUN_SUMMARY:
+            problems.append(f'output.summary is too long (maximum is {_CHECK_RUN_SUMMARY} characters)')
+        if len(annotations) > _CHECK_RUN_ANNOTATIONS:
+            problems.append(f'output.annotations: at most {_CHECK_RUN_ANNOTATIONS} annotations per request')
+        return Answer(422, {'message': 'Invalid request.', 'errors': problems}) if problems else None
+
+    def _create_check_run(self, request: Request) -> Answer:
+        body = request.body
+        if body['head_sha'] not in self.branches.values():
+            return Answer(422, {'message': f"No commit found for SHA: {body['head_sha']}"})
+        refusal = self._refused_output(body.get('output'))
+        if refusal is not None:
+            return refusal
+        output = body.get('output') or {}
+        self.check_runs.append({'id': len(self.check_runs) + 1, 'name': body['name'], 'head_sha': body['head_sha'],
+                                'status': body.get('status', 'queued'), 'conclusion': body.get('conclusion'),
+                                'output': {key: output.get(key) for key in ('title', 'summary')},
+                                'annotations': list(output.get('annotations') or [])})
+        return Answer(201, self._check_run_json(self.check_runs[-1]))
+
+    def _edit_check_run(self, request: Request, run: str) -> Answer:
+        found = next((check_run for check_run in self.check_runs if check_run['id'] == int(run)), None)
+        if found is None:
+            return Answer(404, {'message': 'Not Found'})
+        output = request.body.get('output')
+        refusal = self._refused_output(output)
+        if refusal is not None:
+            return refusal
+        found.update({key: request.body[key] for key in ('name', 'status', 'conclusion') if key in request.body})
+        if output is not None:
+            found['output'] = {key: output[key] for key in ('title', 'summary')}
+            # An edit's annotations are added to those the run has.
+            found['annotations'].extend(output.get('annotations') or [])
+        return Answer(200, self._check_run_json(found))
+
 
 class FakeGitLab(FakeForge):
     """GitLab's REST API (v4) for one project: merge requests, notes, award emoji and members."""
@@ -393,11 +482,17 @@ class FakeGitLab(FakeForge):
         # username: access level, for members of the project itself and for those of its parent groups.
         self.members: dict[str, int] = {}
         self.inherited_members: dict[str, int] = {}
-        self.user_ids = {'mrbot-dev': 1, 'alice': 2, 'reader': 3}
+        self.user_ids = {'mrbot-dev': 1, 'alice': 2, 'reader': 3, 'project_7_bot': 4}
+        # Users GitLab flags as bots (a project access token's user); other authors carry no bot flag.
+        self.bots = {'project_7_bot'}
+        # id: 'group/name' of each fork a merge request comes from.
+        self.forks: dict[int, str] = {}
+        # Each commit status posted, as GitLab stored it.
+        self.statuses: list[dict[str, Any]] = []
         project_path = r'/api/v4/projects/[^/]+'
         merge_request = project_path + r'/merge_requests/(?P<iid>\d+)'
         self.route('GET', r'/api/v4/user', self._user)
-        self.route('GET', project_path, self._project)
+        self.route('GET', r'/api/v4/projects/(?P<project>[^/]+)', self._project)
         self.route('GET', project_path + r'/merge_requests', self._list_merge_requests)
         self.route('POST', project_path + r'/merge_requests', self._create_merge_request)
         self.route('GET', merge_request, self._get_merge_request)
@@ -409,13 +504,20 @@ class FakeGitLab(FakeForge):
         self.route('POST', merge_request + r'/notes/(?P<note>\d+)/award_emoji', self._award)
         self.route('GET', project_path + r'/members/all', self._all_members)
         self.route('GET', project_path + r'/members', self._direct_members)
+        self.route('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status)
 
     def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
-                           state: str = 'opened') -> int:
+                           state: str = 'opened', source_project: str | None = None) -> int:
+        """Open a merge request from `source` of this project, or of the fork `source_project`."""
         with self.lock:
+            source_id = _PROJECT_ID
+            if source_project is not None:
+                source_id = next((fork_id for fork_id, path in self.forks.items() if path == source_project),
+                                 _PROJECT_ID + 1 + len(self.forks))
+                self.forks[source_id] = source_project
             iid = len(self.merge_requests) + 1
             self.merge_requests[iid] = {'iid': iid, 'source': source, 'target': 'main', 'title': title,
-                                        'description': description, 'state': state}
+                                        'description': description, 'state': state, 'source_project_id': source_id}
             return iid
 
     def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
@@ -436,28 +538,38 @@ class FakeGitLab(FakeForge):
             return Answer(401, {'message': '401 Unauthorized'})
         if request.method != 'GET' and not request.account.writes:
             return Answer(403, {'message': '403 Forbidden'})
-        if request.path.startswith('/api/v4/projects/') and not (request.path + '/').startswith(
+        # A fork is read by its id, and nothing inside it.
+        fork = request.method == 'GET' and request.path in {f'/api/v4/projects/{fork_id}' for fork_id in self.forks}
+        if request.path.startswith('/api/v4/projects/') and not fork and not (request.path + '/').startswith(
                 f'/api/v4/projects/{self.project}/'):
             return Answer(404, {'message': '404 Project Not Found'})
         return None
 
     def _merge_request_json(self, merge_request: dict[str, Any]) -> dict[str, Any]:
-        iid = merge_request['iid']
-        return {'id': 1000 + iid, 'iid': iid, 'project_id': 7, 'title': merge_request['title'],
+        iid, source_id = merge_request['iid'], merge_request['source_project_id']
+        head_sha = (self.branches[merge_request['source']] if source_id == _PROJECT_ID
+                    else sha(f"{self.forks[source_id]}:{merge_request['source']}"))
+        return {'id': 1000 + iid, 'iid': iid, 'project_id': _PROJECT_ID, 'title': merge_request['title'],
                 'description': merge_request['description'] or None, 'state': merge_request['state'],
                 'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
-                'sha': self.branches[merge_request['source']], 'draft': bool(_DRAFT.match(merge_request['title'])),
+                'source_project_id': source_id, 'target_project_id': _PROJECT_ID,
+                'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
                 'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
 
     def _note_json(self, note: dict[str, Any]) -> dict[str, Any]:
+        author = {'id': self.user_ids[note['author']], 'username': note['author']}
         return {'id': note['id'], 'body': note['body'], 'system': note['system'], 'noteable_iid': note['iid'],
-                'author': {'id': self.user_ids[note['author']], 'username': note['author']}}
+                'author': {**author, 'bot': True} if note['author'] in self.bots else author,
+                'created_at': created_at(note['id']).isoformat(timespec='milliseconds').replace('+00:00', 'Z')}
 
     def _user(self, request: Request) -> Answer:
         return Answer(200, {'id': request.account.id, 'username': request.account.login})
 
-    def _project(self, request: Request) -> Answer:
-        return Answer(200, {'id': 7, 'path_with_namespace': self.project})
+    def _project(self, request: Request, project: str) -> Answer:
+        fork = self.forks.get(int(project)) if project.isdigit() else None
+        if fork is not None:
+            return Answer(200, {'id': int(project), 'path_with_namespace': fork})
+        return Answer(200, {'id': _PROJECT_ID, 'path_with_namespace': self.project})
 
     def _list_merge_requests(self, request: Request) -> Answer:
         state, source = request.query.get('state', 'all'), request.query.get('source_branch')
@@ -470,13 +582,14 @@ class FakeGitLab(FakeForge):
         if body['source_branch'] not in self.branches or body['target_branch'] not in self.branches:
             return Answer(400, {'message': {'source_branch': ['is invalid']}})
         for existing in self.merge_requests.values():
-            if existing['source'] == body['source_branch'] and existing['state'] == 'opened':
+            if (existing['source'] == body['source_branch'] and existing['state'] == 'opened'
+                    and existing['source_project_id'] == _PROJECT_ID):
                 return Answer(409, {'message': [
                     f"Another open merge request already exists for this source branch: !{existing['iid']}"]})
         iid = len(self.merge_requests) + 1
         self.merge_requests[iid] = {'iid': iid, 'source': body['source_branch'], 'target': body['target_branch'],
                                     'title': body['title'], 'description': body.get('description') or '',
-                                    'state': 'opened'}
+                                    'state': 'opened', 'source_project_id': _PROJECT_ID}
         return Answer(201, self._merge_request_json(self.merge_requests[iid]))
 
     def _get_merge_request(self, request: Request, iid: str) -> Answer:
@@ -542,3 +655,15 @@ class FakeGitLab(FakeForge):
 
     def _direct_members(self, request: Request) -> Answer:
         return self._members(request, self.members)
+
+    def _create_status(self, request: Request, commit: str) -> Answer:
+        body = request.body
+        if commit not in self.branches.values():
+            return Answer(404, {'message': '404 Commit Not Found'})
+        if body.get('state') not in _STATUS_STATES:
+            return Answer(400, {'message': 'state does not have a valid value'})
+        status = {'id': len(self.statuses) + 1, 'sha': commit, 'status': body['state'],
+                  'name': body.get('name') or 'default', 'description': body.get('description'),
+                  'target_url': body.get('target_url'), 'author': {'username': request.account.login}}
+        self.statuses.append(status)
+        return Answer(201, status)

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
-from mrbot.forges import connect, fit_body, marker, parse_remote
+from mrbot.forges import Annotation, connect, fit_body, marker, parse_remote, utc_timestamp
 from mrbot.records import MrbotError
 from tests.mrbot.forges.fakeforge import BACKOFF, BOT_TOKEN, FakeGitHub, FakeGitLab
 
@@ -125,3 +127,16 @@ def test_arguments_win_over_the_environment(github_server: FakeGitHub):
     forge = connect('github', github_server.project, url=github_server.url, token=BOT_TOKEN, environ=environ,
                     backoff=BACKOFF)
     assert forge.branch_exists('main')
+
+
+@pytest.mark.parametrize('moment', [
+    '2026-12-03T04:00:00Z', '2026-12-03T04:00:00.123Z', '2026-12-03T06:00:00.999+02:00',
+    datetime(2026, 12, 3, 4, 0, 0, 500),
+])
+def test_timestamps_of_both_forges_read_the_same_in_utc_to_the_second(moment):
+    assert utc_timestamp(moment) == '2026-12-03T04:00:00+00:00'
+
+
+def test_an_annotation_refuses_a_level_github_does_not_know():
+    with pytest.raises(ValueError, match="annotation level 'error': expected one of notice, warning, failure"):
+        Annotation('fla/ops/op.py', 3, 'error', 'finding')

@@ -9,9 +9,18 @@ import time
 
 import pytest
 
-from mrbot.forges import REACTIONS, Forge, connect, marker
+from mrbot.forges import REACTIONS, Annotation, Forge, Note, connect, marker
 from mrbot.records import MrbotError
-from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, BOT_TOKEN, READ_ONLY_TOKEN, RESET, FakeGitHub, sha
+from tests.mrbot.forges.fakeforge import (
+    ACTIONS_TOKEN,
+    BACKOFF,
+    BOT_TOKEN,
+    READ_ONLY_TOKEN,
+    RESET,
+    FakeGitHub,
+    created_at,
+    sha,
+)
 
 REPORT = marker('report')
 
@@ -25,6 +34,7 @@ def test_create_opens_a_draft_pull_request(github: Forge, github_server: FakeGit
     pull = github.create_pull('feature', 'main', '[Ops] Fuse the state update', 'the body')
     assert (pull.number, pull.title, pull.body, pull.draft) == (1, '[Ops] Fuse the state update', 'the body', True)
     assert (pull.head_branch, pull.head_sha, pull.base_branch) == ('feature', sha('feature'), 'main')
+    assert (pull.state, pull.head_repo) == ('open', 'octo/kernels')
     assert pull.url == 'https://github.example/octo/kernels/pull/1'
     assert github_server.pulls[1]['draft'] is True
 
@@ -252,3 +262,113 @@ def test_a_missing_permission_names_it_and_is_not_retried(github_server: FakeGit
     with pytest.raises(MrbotError, match='it needs `issues: write`'):
         forge.upsert_comment(1, 'report', 'text')
     assert github_server.count('POST', '/pulls') == 1
+
+
+def test_get_pull_reads_a_pull_request_in_any_state(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature', title='[Ops] Open', body='text', draft=True)
+    github_server.open_pull('fix/overflow', merged=True)
+    github_server.open_pull('main', state='closed')
+    pull = github.get_pull(1)
+    assert (pull.number, pull.title, pull.body, pull.draft) == (1, '[Ops] Open', 'text', True)
+    assert (pull.head_branch, pull.head_sha, pull.head_repo, pull.state) == ('feature', sha('feature'), 'octo/kernels',
+                                                                             'open')
+    assert (github.get_pull(2).state, github.get_pull(3).state) == ('merged', 'closed')
+
+
+def test_a_fork_pull_request_names_the_fork_and_is_not_the_branch_of_the_project(github: Forge,
+                                                                               github_server: FakeGitHub):
+    github_server.open_pull('feature', head_repo='contributor/kernels')
+    pull = github.get_pull(1)
+    assert (pull.head_branch, pull.head_repo) == ('feature', 'contributor/kernels')
+    assert pull.head_sha == sha('contributor/kernels:feature')
+    assert github.find_pull('feature') is None
+
+
+def test_get_pull_of_a_missing_number_is_one_line(github: Forge):
+    with pytest.raises(MrbotError) as error:
+        github.get_pull(7)
+    assert str(error.value) == ('GitHub: reading pull request #7 of octo/kernels: 404 Not Found; it does not exist, or '
+                                'the token given to mrbot cannot see octo/kernels (GitHub answers 404 for a private '
+                                'repository the token may not read)')
+
+
+def test_post_comment_posts_a_new_comment_every_time(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    first = github.post_comment(1, 'running the benchmark')
+    second = github.post_comment(1, 'running the benchmark')
+    assert (first.created, second.created) == (True, True)
+    assert first.id != second.id
+    assert second.url == f'https://github.example/octo/kernels/pull/1#issuecomment-{second.id}'
+    assert github_server.comments_on(1) == [('mrbot-dev', 'running the benchmark')] * 2
+
+
+def test_post_comment_over_the_limit_is_refused_before_any_request(github: Forge, github_server: FakeGitHub):
+    with pytest.raises(ValueError, match='over the limit of 65536'):
+        github.post_comment(1, 'x' * (github.body_limit + 1))
+    assert github_server.requests == []
+
+
+def test_comments_reads_every_page_oldest_first(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.open_pull('fix/overflow')
+    github_server.add_comment(2, 'on another pull request')
+    for i in range(130):
+        github_server.add_comment(1, f'comment {i}')
+    github_server.add_comment(1, 'benchmark done', login='github-actions[bot]', type='Bot')
+    notes = github.comments(1)
+    assert [note.body for note in notes] == [f'comment {i}' for i in range(130)] + ['benchmark done']
+    assert notes[0] == Note(id=2, author='alice', author_is_bot=False, body='comment 0',
+                            created_at='2026-12-03T04:01:00+00:00')
+    assert notes[-1] == Note(id=132, author='github-actions[bot]', author_is_bot=True, body='benchmark done',
+                             created_at=created_at(132).replace(microsecond=0).isoformat())
+    assert github_server.count('GET', '/issues/1/comments') == 2
+
+
+def _annotations(count: int) -> list[Annotation]:
+    return [Annotation(f'fla/ops/op_{i}.py', i + 1, ('notice', 'warning', 'failure')[i % 3], f'finding {i}',
+                       title=f'RULE{i:03d}' if i % 2 else '') for i in range(count)]
+
+
+@pytest.mark.parametrize(('count', 'edits'), [(0, 0), (50, 0), (51, 1), (120, 2)])
+def test_publish_check_sends_every_annotation_50_at_a_time(github: Forge, github_server: FakeGitHub, count, edits):
+    url = github.publish_check(sha('feature'), 'mrbot', 'failure', '3 findings', 'the summary', _annotations(count))
+    assert url == 'https://github.example/octo/kernels/runs/1'
+    assert (github_server.count('POST', '/check-runs'), github_server.count('PATCH', '/check-runs/1')) == (1, edits)
+    [run] = github_server.check_runs
+    assert (run['name'], run['head_sha'], run['status'], run['conclusion']) == ('mrbot', sha('feature'), 'completed',
+                                                                                'failure')
+    assert run['output'] == {'title': '3 findings', 'summary': 'the summary'}
+    assert [annotation['message'] for annotation in run['annotations']] == [f'finding {i}' for i in range(count)]
+
+
+def test_publish_check_annotations_point_at_one_line(github: Forge, github_server: FakeGitHub):
+    github.publish_check(sha('feature'), 'mrbot', 'neutral', 'title', 'summary', _annotations(2))
+    assert github_server.check_runs[0]['annotations'] == [
+        {'path': 'fla/ops/op_0.py', 'start_line': 1, 'end_line': 1, 'annotation_level': 'notice',
+         'message': 'finding 0'},
+        {'path': 'fla/ops/op_1.py', 'start_line': 2, 'end_line': 2, 'annotation_level': 'warning',
+         'message': 'finding 1', 'title': 'RULE001'}]
+
+
+def test_publish_check_cuts_a_long_summary_with_a_note(github: Forge, github_server: FakeGitHub):
+    summary = ''.join(f'line {i}\n' for i in range(10_000))
+    github.publish_check(sha('feature'), 'mrbot', 'success', 'title', summary)
+    published = github_server.check_runs[0]['output']['summary']
+    assert len(published) <= 65535 < len(summary)
+    assert published.startswith('line 0\nline 1\n')
+    assert published.endswith("\n\n_Cut to fit GitHub's 65535-character limit on a check run's summary._")
+
+
+def test_publish_check_refuses_an_unknown_conclusion_before_any_request(github: Forge, github_server: FakeGitHub):
+    with pytest.raises(ValueError, match="check conclusion 'failed': expected one of success, failure, neutral"):
+        github.publish_check(sha('feature'), 'mrbot', 'failed', 'title', 'summary')
+    assert github_server.requests == []
+
+
+def test_publish_check_without_the_permission_names_it(github_server: FakeGitHub):
+    forge = _connect(github_server, token=READ_ONLY_TOKEN)
+    with pytest.raises(MrbotError, match=r"^GitHub: publishing the 'mrbot' check of [0-9a-f]{40} in octo/kernels: 403 "
+                                         r'Resource not accessible by personal access token; the token given to mrbot '
+                                         r'lacks a permission on octo/kernels: it needs `checks: write`'):
+        forge.publish_check(sha('feature'), 'mrbot', 'success', 'title', 'summary')
+    assert github_server.check_runs == []

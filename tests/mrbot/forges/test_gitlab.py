@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mrbot.forges import REACTIONS, Forge, connect, marker
+from mrbot.forges import REACTIONS, Annotation, Forge, Note, connect, marker
 from mrbot.records import MrbotError
 from tests.mrbot.forges.fakeforge import BACKOFF, BOT_TOKEN, READ_ONLY_TOKEN, RESET, FakeGitLab, sha
 
@@ -23,6 +23,7 @@ def test_create_opens_a_draft_merge_request(gitlab: Forge, gitlab_server: FakeGi
     assert (pull.number, pull.title, pull.body, pull.draft) == (1, '[Ops] Fuse the state update', 'the description',
                                                                 True)
     assert (pull.head_branch, pull.head_sha, pull.base_branch) == ('feature', sha('feature'), 'main')
+    assert (pull.state, pull.head_repo) == ('open', 'lab/kernels/fla')
     assert pull.url == 'https://gitlab.example/lab/kernels/fla/-/merge_requests/1'
     assert gitlab_server.merge_requests[1]['title'] == 'Draft: [Ops] Fuse the state update'
 
@@ -221,3 +222,94 @@ def test_a_missing_permission_names_the_scope_and_role(gitlab_server: FakeGitLab
                                          r'lab/kernels/fla: it needs the `api` scope and at least the Developer role$'):
         forge.upsert_comment(1, 'report', 'text')
     assert gitlab_server.notes == {}
+
+
+@pytest.mark.parametrize(('gitlab_state', 'state'), [
+    ('opened', 'open'), ('locked', 'open'), ('closed', 'closed'), ('merged', 'merged'),
+])
+def test_get_pull_reads_a_merge_request_in_any_state(gitlab: Forge, gitlab_server: FakeGitLab, gitlab_state, state):
+    gitlab_server.open_merge_request('feature', title='Draft: [Ops] Title', description='text', state=gitlab_state)
+    pull = gitlab.get_pull(1)
+    assert (pull.number, pull.title, pull.body, pull.draft, pull.state) == (1, '[Ops] Title', 'text', True, state)
+    assert (pull.head_branch, pull.head_sha, pull.head_repo) == ('feature', sha('feature'), 'lab/kernels/fla')
+
+
+def test_a_fork_merge_request_names_the_fork_and_is_not_the_branch_of_the_project(gitlab: Forge,
+                                                                                 gitlab_server: FakeGitLab):
+    gitlab_server.open_merge_request('feature', source_project='contributor/fla')
+    pull = gitlab.get_pull(1)
+    assert (pull.head_branch, pull.head_repo) == ('feature', 'contributor/fla')
+    assert pull.head_sha == sha('contributor/fla:feature')
+    assert gitlab.find_pull('feature') is None
+    iid = gitlab_server.open_merge_request('feature')
+    assert gitlab.find_pull('feature').number == iid
+
+
+def test_get_pull_of_a_missing_number_is_one_line(gitlab: Forge):
+    with pytest.raises(MrbotError) as error:
+        gitlab.get_pull(7)
+    assert str(error.value) == ('GitLab: reading merge request !7 of lab/kernels/fla: 404 Not found; it does not exist, '
+                                'or the token given to mrbot cannot see lab/kernels/fla (GitLab answers 404 for a '
+                                'private project the token may not read)')
+
+
+def test_post_comment_posts_a_new_note_every_time(gitlab: Forge, gitlab_server: FakeGitLab):
+    gitlab_server.open_merge_request('feature')
+    first = gitlab.post_comment(1, 'running the benchmark')
+    second = gitlab.post_comment(1, 'running the benchmark')
+    assert (first.created, second.created) == (True, True)
+    assert first.id != second.id
+    assert second.url == f'{gitlab_server.url}/lab/kernels/fla/-/merge_requests/1#note_{second.id}'
+    assert gitlab_server.notes_on(1) == [('mrbot-dev', 'running the benchmark')] * 2
+
+
+def test_post_comment_over_the_limit_is_refused_before_any_request(gitlab: Forge, gitlab_server: FakeGitLab):
+    with pytest.raises(ValueError, match='over the limit of 1000000'):
+        gitlab.post_comment(1, 'x' * (gitlab.body_limit + 1))
+    assert gitlab_server.requests == []
+
+
+def test_comments_reads_every_page_oldest_first_without_system_notes(gitlab: Forge, gitlab_server: FakeGitLab):
+    gitlab_server.open_merge_request('feature')
+    gitlab_server.open_merge_request('fix/overflow')
+    gitlab_server.add_note(2, 'on another merge request')
+    for i in range(130):
+        gitlab_server.add_note(1, f'note {i}')
+        if i % 40 == 0:
+            gitlab_server.add_note(1, 'added 1 commit', author='mrbot-dev', system=True)
+    gitlab_server.add_note(1, 'benchmark done', author='project_7_bot')
+    notes = gitlab.comments(1)
+    assert [note.body for note in notes] == [f'note {i}' for i in range(130)] + ['benchmark done']
+    assert notes[0] == Note(id=2, author='alice', author_is_bot=False, body='note 0',
+                            created_at='2026-12-03T04:01:00+00:00')
+    assert (notes[-1].author, notes[-1].author_is_bot) == ('project_7_bot', True)
+    assert gitlab_server.count('GET', '/merge_requests/1/notes') == 2
+
+
+@pytest.mark.parametrize(('conclusion', 'state'), [('success', 'success'), ('neutral', 'success'),
+                                                   ('failure', 'failed')])
+def test_publish_check_posts_a_commit_status(gitlab: Forge, gitlab_server: FakeGitLab, conclusion, state):
+    annotations = [Annotation('fla/ops/op.py', 3, 'failure', 'finding')]
+    url = gitlab.publish_check(sha('feature'), 'mrbot', conclusion, '1 finding', 'the summary', annotations)
+    assert url == f'{gitlab_server.url}/lab/kernels/fla/-/commit/{sha("feature")}'
+    assert [(status['sha'], status['name'], status['status'], status['description'])
+            for status in gitlab_server.statuses] == [(sha('feature'), 'mrbot', state, '1 finding')]
+
+
+def test_publish_check_cuts_the_title_to_a_status_description(gitlab: Forge, gitlab_server: FakeGitLab):
+    gitlab.publish_check(sha('feature'), 'mrbot', 'failure', 'x' * 300, 'the summary')
+    assert gitlab_server.statuses[0]['description'] == 'x' * 254 + '…'
+
+
+def test_publish_check_refuses_an_unknown_conclusion_before_any_request(gitlab: Forge, gitlab_server: FakeGitLab):
+    with pytest.raises(ValueError, match="check conclusion 'failed': expected one of success, failure, neutral"):
+        gitlab.publish_check(sha('feature'), 'mrbot', 'failed', 'title', 'summary')
+    assert gitlab_server.requests == []
+
+
+def test_publish_check_without_the_permission_names_the_scope_and_role(gitlab_server: FakeGitLab):
+    forge = _connect(gitlab_server, token=READ_ONLY_TOKEN)
+    with pytest.raises(MrbotError, match=r"^GitLab: publishing the 'mrbot' status of [0-9a-f]{40} in lab/kernels/fla: "
+                                         r'403 Forbidden; .* it needs the `api` scope and at least the Developer role$'):
+        forge.publish_check(sha('feature'), 'mrbot', 'success', 'title', 'summary')
+    assert gitlab_server.statuses == []
