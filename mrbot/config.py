@@ -26,6 +26,9 @@ DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fi
 
 
 STATE = '.mrbot'
+# Runner class -> labels of its self-hosted runners; an `smNN` label also names the compute capability it must have.
+DEFAULT_RUNNERS = {'hopper': ['self-hosted', 'linux', 'x64', 'gpu', 'sm90'],
+                   'blackwell': ['self-hosted', 'linux', 'x64', 'gpu', 'sm100']}
 
 
 def state_dir(root: Path, *parts: str) -> Path:
@@ -79,6 +82,17 @@ class Config:
     public_roots: tuple[str, ...] = ('fla',)
     # A folder of jinja2 templates that take the place of mrbot's own of the same name (pr_body.md.j2, report.md.j2).
     templates: str = ''
+    # GPU runner classes that `/bench` and `/test` can ask for (`--on CLASS`), the first being the default.
+    runners: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_RUNNERS.items()})
+    # When not empty, only these logins may run commands (they still need write access).
+    command_users: tuple[str, ...] = ()
+    # Seconds a user waits between accepted GPU commands, and GPU jobs a PR may have queued at once.
+    command_cooldown_s: int = 300
+    command_queue_limit: int = 2
+    # An accepted job with no result after this long no longer counts as queued (its runner died or it was cancelled).
+    command_job_hours: int = 12
+    # Whether `mrbot action` checks draft pull requests too.
+    check_drafts: bool = False
 
     def severity(self, rule: str, path: str, default: str) -> str:
         """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""
@@ -120,6 +134,11 @@ def _convert(name: str, value: Any, default: Any) -> Any:
                                                 for v in value.values())):
             raise MrbotError(f'{where}: expected a table of glob = ["path/of/module.py", ...], got {value!r}')
         return {glob: list(modules) for glob, modules in value.items()}
+    if name == 'runners':
+        if not (isinstance(value, dict) and value and all(
+                isinstance(v, list) and v and all(isinstance(label, str) for label in v) for v in value.values())):
+            raise MrbotError(f'{where}: expected a table of class = ["self-hosted", "sm90", ...], got {value!r}')
+        return {runner: list(labels) for runner, labels in value.items()}
     if name == 'overrides':
         if not isinstance(value, list):
             raise MrbotError(f'{where}: expected an array of tables [[tool.mrbot.overrides]], got {type(value).__name__}')
@@ -136,6 +155,10 @@ def _convert(name: str, value: Any, default: Any) -> Any:
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise MrbotError(f'{where}: expected a list of strings, got {value!r}')
         return tuple(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise MrbotError(f'{where}: expected true or false, got {value!r}')
+        return value
     if isinstance(default, str) and not isinstance(value, str):
         raise MrbotError(f'{where}: expected a string, got {value!r}')
     if isinstance(default, int) and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
@@ -149,9 +172,18 @@ def load_config(root: Path) -> Config:
     if not pyproject.is_file():
         return Config()
     try:
-        table = tomllib.loads(pyproject.read_text(encoding='utf-8')).get('tool', {}).get('mrbot', {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = pyproject.read_text(encoding='utf-8')
+    except UnicodeDecodeError as exc:
         raise MrbotError(f'{pyproject}: not valid TOML ({exc})') from None
+    return parse_config(text, str(pyproject))
+
+
+def parse_config(text: str, where: str) -> Config:
+    """`[tool.mrbot]` of a pyproject.toml's text (`where` names it in errors); defaults where the table is absent."""
+    try:
+        table = tomllib.loads(text).get('tool', {}).get('mrbot', {})
+    except tomllib.TOMLDecodeError as exc:
+        raise MrbotError(f'{where}: not valid TOML ({exc})') from None
     known = {f.name: f for f in fields(Config)}
     values = {}
     for key, value in table.items():

@@ -1,0 +1,260 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The comment commands `/bench`, `/test` and `/mrbot help`: their grammar, and who may run them when.
+
+A command is the first line of a comment and the comment's only line: further lines would be dropped silently or
+be an injection attempt, so they are a usage error. Every token is checked against the repository's op specs, shape names and
+runner classes, or against a small character set for paths and `-k` expressions; whatever does not fit is a usage
+error, so nothing a commenter writes ever reaches a shell. The bot's replies carry a hidden JSON marker, from which
+`authorize` reads the cooldown and the queue of a PR without any other state. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mrbot.bench.specs import OpSpec
+from mrbot.config import Config
+
+USAGE = '''Commands (a comment of one line; members with write access):
+  /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF]
+      time the ops (default: the ones the PR touches) on base and head, interleaved, on a GPU runner
+  /test [PATH_OR_NODEID ...] [-k EXPR] [--on CLASS]
+      run tests compiled on a GPU runner (default: the tests the PR's change selects)
+  /mrbot help
+      this text'''
+MAX_LINE = 300
+MAX_ROUNDS = 50
+ASSOCIATIONS = ('OWNER', 'MEMBER', 'COLLABORATOR')
+WRITE_PERMISSIONS = ('admin', 'maintain', 'write')
+# A line may hold only these: no quote but ", no shell metacharacter, no backslash.
+_LINE = re.compile(r'[A-Za-z0-9_ .:/\[\]=,"()+-]*')
+_REF = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}')
+_TEST = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]=,+-]+)*')
+_EXPRESSION = re.compile(r'[A-Za-z0-9_ ()\[\].-]{1,120}')
+_MARKER = re.compile(r'<!-- mrbot:(accepted|done) (\{.*?\}) -->')
+
+
+class UsageError(ValueError):
+    """A command that does not parse; the message says what and the reply adds USAGE."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed command: `kind` is bench, test or help; `args` its normalized arguments; `runners` the classes to use."""
+
+    kind: str
+    args: dict = field(default_factory=dict)
+    runners: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """The command as a comment line that parses back to this command."""
+        a = self.args
+        if self.kind == 'help':
+            return '/mrbot help'
+        if self.kind == 'bench':
+            words = ['/bench', *a['ops'], *_flag('--modes', a['modes']), *_flag('--shapes', a['shapes'])]
+            words += ['--on', *self.runners, '--rounds', str(a['rounds']), *_flag('--base', [a['base']] if a['base'] else [])]
+        else:
+            words = ['/test', *a['tests'], *_flag('-k', [f'"{a["k"]}"'] if a['k'] else []), '--on', *self.runners]
+        return ' '.join(words)
+
+    def describe(self) -> str:
+        """What will run, in one line, for the accepted reply."""
+        if self.kind == 'bench':
+            ops = ' '.join(self.args['ops']) or 'the ops the PR touches'
+            extra = ''.join(f" --{key} {' '.join(self.args[key])}" for key in ('modes', 'shapes') if self.args[key])
+            return f"mrbot bench on {ops}{extra}, {self.args['rounds']} rounds, against {self.args['base'] or 'the PR base'}"
+        tests = ' '.join(self.args['tests']) or "the tests the PR's change selects"
+        return f"mrbot test on {tests}{' -k ' + repr(self.args['k']) if self.args['k'] else ''}, compiled"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a command may run, and the reason given to the commenter when not."""
+
+    allowed: bool
+    reason: str = ''
+
+
+def _flag(flag: str, values: list[str]) -> list[str]:
+    return [flag, *values] if values else []
+
+
+def is_command(text: str | None) -> bool:
+    """Whether a comment is addressed to mrbot at all (everything else is left alone, silently)."""
+    first = (text or '').lstrip().split('\n', 1)[0].strip()
+    return re.match(r'/(bench|test|mrbot)(\s|$)', first) is not None
+
+
+def _options(tokens: list[str], flags: dict[str, str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Split tokens into positionals and the values of each flag (`flags` maps a flag to its argument name)."""
+    positional, values, current = [], {name: [] for name in flags.values()}, None
+    for token in tokens:
+        if token.startswith('-'):
+            if token not in flags:
+                raise UsageError(f"unknown option {token!r}; expected one of {', '.join(sorted(flags))}")
+            current = flags[token]
+        elif current is None:
+            positional.append(token)
+        else:
+            values[current].append(token)
+    empty = [flag for flag, name in flags.items() if current is not None and name == current and not values[name]]
+    if empty:
+        raise UsageError(f'{empty[0]} needs a value')
+    return positional, values
+
+
+def _one(values: list[str], flag: str) -> str | None:
+    if len(values) > 1:
+        raise UsageError(f'{flag} takes one value, got {len(values)}')
+    return values[0] if values else None
+
+
+def _runners(values: list[str], config: Config) -> tuple[str, ...]:
+    unknown = [v for v in values if v not in config.runners]
+    if unknown:
+        raise UsageError(f"--on {unknown[0]}: unknown runner class; expected one of {', '.join(config.runners)}")
+    return tuple(dict.fromkeys(values)) or (next(iter(config.runners)),)
+
+
+def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
+    ops, values = _options(tokens, {'--modes': 'modes', '--shapes': 'shapes', '--on': 'on', '--rounds': 'rounds',
+                                    '--base': 'base'})
+    by_name = {spec.name: spec for spec in specs}
+    for op in ops:
+        if op not in by_name:
+            known = ', '.join(by_name) or 'none declared'
+            raise UsageError(f'unknown op {op!r}; expected one of {known}')
+    for mode in values['modes']:
+        if mode not in ('fwd', 'fwdbwd'):
+            raise UsageError(f'--modes {mode}: expected fwd or fwdbwd')
+    shapes = {name for spec in ([by_name[op] for op in ops] or specs) for name in spec.shapes}
+    for shape in values['shapes']:
+        if shape not in shapes:
+            raise UsageError(f"--shapes {shape}: unknown shape; expected one of {', '.join(sorted(shapes))}")
+    rounds = _one(values['rounds'], '--rounds') or '10'
+    if not rounds.isdigit() or not 3 <= int(rounds) <= MAX_ROUNDS:
+        raise UsageError(f'--rounds {rounds}: expected a whole number from 3 to {MAX_ROUNDS}')
+    base = _one(values['base'], '--base')
+    if base is not None and (not _REF.fullmatch(base) or '..' in base):
+        raise UsageError(f'--base {base}: expected a branch, tag or commit name')
+    args = {'ops': list(dict.fromkeys(ops)), 'modes': list(dict.fromkeys(values['modes'])),
+            'shapes': list(dict.fromkeys(values['shapes'])), 'rounds': int(rounds), 'base': base}
+    return Command('bench', args, _runners(values['on'], config))
+
+
+def _test(tokens: list[str], config: Config) -> Command:
+    tests, values = _options(tokens, {'-k': 'k', '--on': 'on'})
+    for test in tests:
+        if not _TEST.fullmatch(test) or '..' in test.split('::')[0].split('/'):
+            raise UsageError(f'{test!r}: expected a test file, folder or node id inside the repository')
+    expression = ' '.join(values['k']) or None
+    if expression is not None and not _EXPRESSION.fullmatch(expression):
+        raise UsageError('-k: expected a pytest keyword expression of letters, digits, _, -, ., spaces and parentheses')
+    return Command('test', {'tests': list(dict.fromkeys(tests)), 'k': expression}, _runners(values['on'], config))
+
+
+def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
+    """The command on the first line of `text`; UsageError when it is malformed or names anything unknown."""
+    line, _, rest = text.strip().partition('\n')
+    line = line.strip()
+    if rest.strip():
+        raise UsageError('a command is one line; the next lines would not run, so put notes in another comment')
+    if len(line) > MAX_LINE:
+        raise UsageError(f'the command line is {len(line)} characters long; at most {MAX_LINE} are read')
+    if not _LINE.fullmatch(line):
+        bad = next(c for c in line if not _LINE.fullmatch(c))
+        raise UsageError(f'the character {bad!r} is not allowed in a command')
+    try:
+        tokens = shlex.split(line)
+    except ValueError as error:
+        raise UsageError(f'cannot split the command: {error}') from None
+    name, rest = tokens[0], tokens[1:]
+    if name == '/mrbot':
+        if rest != ['help']:
+            raise UsageError(f"unknown command {' '.join(tokens)!r}; expected '/mrbot help'")
+        return Command('help')
+    if name == '/bench':
+        return _bench(rest, specs, config)
+    if name == '/test':
+        return _test(rest, config)
+    raise UsageError(f"unknown command {name!r}; expected /bench, /test or /mrbot help")
+
+
+def from_json(kind: str, args: object, runner: str, specs: list[OpSpec], config: Config) -> Command:
+    """The command an authorize step handed on (its `command` and `args` outputs), checked again by the same grammar,
+    for one runner class."""
+    keys = {'bench': {'ops', 'modes', 'shapes', 'rounds', 'base'}, 'test': {'tests', 'k'}}.get(kind)
+    if keys is None or not isinstance(args, dict) or set(args) != keys:
+        raise UsageError(f'expected bench or test with the arguments {sorted(keys or [])}, got {kind!r} with {args!r}')
+    try:
+        line = Command(kind, args, (runner,)).line()
+    except (TypeError, KeyError) as error:
+        raise UsageError(f'malformed arguments {args!r} ({error})') from None
+    command = parse(line, specs, config)
+    if command.args != args:
+        raise UsageError(f'the arguments {args!r} do not survive parsing (got {command.args!r})')
+    return command
+
+
+def marker(kind: str, **fields: object) -> str:
+    """The hidden line a reply carries: `accepted` when a job is queued, `done` when its result is posted."""
+    return f'<!-- mrbot:{kind} {json.dumps(fields, sort_keys=True)} -->'
+
+
+def markers(bodies: Iterable[str], kind: str) -> list[dict]:
+    """The fields of every `kind` marker in `bodies`, oldest first."""
+    found = []
+    for body in bodies:
+        for match in _MARKER.finditer(body):
+            if match.group(1) == kind:
+                try:
+                    found.append(json.loads(match.group(2)))
+                except ValueError:
+                    continue
+    return found
+
+
+def _age_s(at: str, now: datetime.datetime) -> float:
+    try:
+        return (now - datetime.datetime.fromisoformat(at)).total_seconds()
+    except (TypeError, ValueError):
+        return float('inf')
+
+
+def authorize(user: str, association: str, permission: str, bot_bodies: list[str], now: datetime.datetime,
+              config: Config) -> Decision:
+    """May `user` (with this author association and repository permission) start a GPU job on this PR now?
+
+    `bot_bodies` are the bodies of the bot's own comments on the PR; their markers give the user's last accepted job
+    (cooldown) and the jobs accepted but not yet done (queue).
+    """
+    if association not in ASSOCIATIONS:
+        return Decision(False, f'@{user} is not a member or collaborator of this repository ({association.lower()})')
+    if permission not in WRITE_PERMISSIONS:
+        return Decision(False, f'@{user} has {permission} permission; commands need write access')
+    if config.command_users and user not in config.command_users:
+        return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
+    accepted = markers(bot_bodies, 'accepted')
+    done = {str(m.get('run')) for m in markers(bot_bodies, 'done')}
+    mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user]
+    if mine and min(mine) < config.command_cooldown_s:
+        wait = int(config.command_cooldown_s - min(mine)) + 1
+        return Decision(False, f'@{user} started a job {int(min(mine))} s ago; try again in {wait} s')
+    queued = [m for m in accepted if str(m.get('run')) not in done
+              and _age_s(m.get('at'), now) < config.command_job_hours * 3600]
+    if len(queued) >= config.command_queue_limit:
+        return Decision(False, f'this PR already has {len(queued)} GPU jobs queued (the limit is '
+                               f'{config.command_queue_limit}); wait for their results')
+    return Decision(True)
+
+
+def capabilities(labels: Iterable[str]) -> set[str]:
+    """The compute capabilities a runner class's labels name: `sm90` -> `sm_90`."""
+    return {f'sm_{m.group(1)}' for label in labels if (m := re.fullmatch(r'sm_?(\d+)', label))}

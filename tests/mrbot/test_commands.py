@@ -1,0 +1,141 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The `/bench` and `/test` grammar, what it refuses, and who may run a command when."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from mrbot.bench.specs import OpSpec
+from mrbot.commands import UsageError, authorize, capabilities, from_json, marker, parse
+from mrbot.config import Config, load_config
+from mrbot.records import MrbotError
+
+SPECS = [OpSpec('chunk_simple_gla', 'fla.ops.simple_gla:chunk_simple_gla', 'config',
+                shapes={'B8-T2048': {'B': 8, 'T': 2048}, 'varlen-T8192': {'T': 8192, 'N': 8}}),
+         OpSpec('chunk_kda', 'fla.ops.kda:chunk_kda', 'config', shapes={'kda-B2': {'B': 2}})]
+CONFIG = Config()
+NOW = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def test_bench_is_normalized_and_its_line_parses_back():
+    command = parse('/bench chunk_simple_gla chunk_simple_gla --modes fwd --shapes varlen-T8192 --on blackwell hopper '
+                    '--rounds 12 --base main', SPECS, CONFIG)
+    assert command.kind == 'bench' and command.runners == ('blackwell', 'hopper')
+    assert command.args == {'ops': ['chunk_simple_gla'], 'modes': ['fwd'], 'shapes': ['varlen-T8192'], 'rounds': 12,
+                            'base': 'main'}
+    assert parse(command.line(), SPECS, CONFIG) == command
+
+
+def test_defaults_are_the_touched_ops_ten_rounds_and_the_first_runner_class():
+    command = parse('/bench', SPECS, CONFIG)
+    assert command.args == {'ops': [], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None}
+    assert command.runners == ('hopper',) and 'the ops the PR touches' in command.describe()
+
+
+def test_test_command_keeps_node_ids_and_a_quoted_expression():
+    command = parse('/test tests/ops/test_kda.py::test_varlen[T65-bf16] -k "chunk and not fused" --on hopper',
+                    SPECS, CONFIG)
+    assert command.args == {'tests': ['tests/ops/test_kda.py::test_varlen[T65-bf16]'], 'k': 'chunk and not fused'}
+    assert from_json('test', command.args, 'hopper', SPECS, CONFIG) == command
+
+
+def test_help_and_crlf_line_endings():
+    assert parse('/mrbot help\r\n', SPECS, CONFIG).kind == 'help'
+
+
+@pytest.mark.parametrize(('text', 'message'), [
+    ('/bench chunk_simple_gla; curl x | sh', "the character ';' is not allowed"),
+    ('/bench $(curl x)', "the character '$' is not allowed"),
+    ('/test `id`', "the character '`' is not allowed"),
+    ("/test -k 'x'", 'the character "\'" is not allowed'),
+    ('/bench chunk_simple_gla\ncurl x | sh', 'a command is one line'),
+    ('/bench chunk_simple_gla\r' + 'x' * 10, "the character '\\r' is not allowed"),
+    ('/bench ' + 'chunk_simple_gla ' * 30, 'at most 300 are read'),
+    ('/bench flash_attn', "unknown op 'flash_attn'; expected one of chunk_simple_gla, chunk_kda"),
+    ('/bench chunk_kda --shapes B8-T2048', '--shapes B8-T2048: unknown shape; expected one of kda-B2'),
+    ('/bench --modes bwd', '--modes bwd: expected fwd or fwdbwd'),
+    ('/bench --rounds 500', '--rounds 500: expected a whole number from 3 to 50'),
+    ('/bench --rounds 5 6', '--rounds takes one value, got 2'),
+    ('/bench --on ampere', '--on ampere: unknown runner class; expected one of hopper, blackwell'),
+    ('/bench --base main..evil', '--base main..evil: expected a branch, tag or commit name'),
+    ('/bench --base -x', "unknown option '-x'"),
+    ('/test ../../etc/passwd', "'../../etc/passwd': expected a test file, folder or node id inside the repository"),
+    ('/test /etc/passwd', "'/etc/passwd': expected a test file"),
+    ('/test -k', '-k needs a value'),
+    ('/test --rounds 3', "unknown option '--rounds'"),
+    ('/mrbot run', "unknown command '/mrbot run'; expected '/mrbot help'"),
+    ('/bench "unclosed', 'cannot split the command'),
+])
+def test_anything_else_is_a_usage_error_naming_what_is_wrong(text, message):
+    with pytest.raises(UsageError) as error:
+        parse(text, SPECS, CONFIG)
+    assert message in str(error.value)
+
+
+def test_arguments_handed_on_are_checked_again():
+    with pytest.raises(UsageError, match=r"the character '\$' is not allowed"):
+        from_json('bench', {'ops': ['x$(id)'], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None}, 'hopper', SPECS,
+                  CONFIG)
+    with pytest.raises(UsageError, match='expected bench or test'):
+        from_json('bench', {'ops': []}, 'hopper', SPECS, CONFIG)
+
+
+def _accepted(user: str, minutes_ago: float, run: str) -> str:
+    at = (NOW - datetime.timedelta(minutes=minutes_ago)).isoformat()
+    return 'Accepted.\n' + marker('accepted', run=run, user=user, at=at, sha='a' * 40, command='bench', runners=['hopper'])
+
+
+@pytest.mark.parametrize(('association', 'permission', 'reason'), [
+    ('CONTRIBUTOR', 'write', '@carol is not a member or collaborator of this repository (contributor)'),
+    ('NONE', 'none', '@carol is not a member or collaborator'),
+    ('MEMBER', 'read', '@carol has read permission; commands need write access'),
+    ('COLLABORATOR', 'triage', '@carol has triage permission'),
+])
+def test_outsiders_and_readers_are_refused(association, permission, reason):
+    decision = authorize('carol', association, permission, [], NOW, CONFIG)
+    assert not decision.allowed and reason in decision.reason
+
+
+def test_a_member_with_write_access_is_allowed_and_the_allow_list_narrows_it():
+    assert authorize('alice', 'MEMBER', 'write', [], NOW, CONFIG).allowed
+    narrowed = Config(command_users=('bob',))
+    decision = authorize('alice', 'OWNER', 'admin', [], NOW, narrowed)
+    assert not decision.allowed and 'allow-list' in decision.reason
+
+
+def test_cooldown_counts_from_the_users_last_accepted_job():
+    recent = [_accepted('alice', 2, '101')]
+    decision = authorize('alice', 'MEMBER', 'write', recent, NOW, CONFIG)
+    assert not decision.allowed and 'started a job 120 s ago; try again in 181 s' in decision.reason
+    assert authorize('bob', 'MEMBER', 'write', recent, NOW, CONFIG).allowed
+    assert authorize('alice', 'MEMBER', 'write', [_accepted('alice', 6, '101')], NOW, CONFIG).allowed
+
+
+def test_queue_limit_counts_accepted_jobs_without_a_result():
+    bodies = [_accepted('alice', 30, '101'), _accepted('bob', 20, '102')]
+    decision = authorize('carol', 'MEMBER', 'write', bodies, NOW, CONFIG)
+    assert not decision.allowed and 'already has 2 GPU jobs queued (the limit is 2)' in decision.reason
+    done = bodies + ['### mrbot bench on hopper\n' + marker('done', run='101')]
+    assert authorize('carol', 'MEMBER', 'write', done, NOW, CONFIG).allowed
+    # a job accepted long ago whose result never came no longer blocks the PR
+    stale = [_accepted('alice', 13 * 60, '99'), _accepted('bob', 20, '102')]
+    assert authorize('carol', 'MEMBER', 'write', stale, NOW, CONFIG).allowed
+
+
+def test_capabilities_come_from_the_sm_labels():
+    assert capabilities(['self-hosted', 'gpu', 'sm90']) == {'sm_90'}
+    assert capabilities(['sm100', 'sm_103', 'linux']) == {'sm_100', 'sm_103'}
+
+
+def test_runner_classes_are_configurable_and_checked(tmp_path):
+    (tmp_path / 'pyproject.toml').write_text('[tool.mrbot.runners]\nh200 = ["self-hosted", "sm90"]\n')
+    assert load_config(tmp_path).runners == {'h200': ['self-hosted', 'sm90']}
+    (tmp_path / 'pyproject.toml').write_text('[tool.mrbot]\nrunners = { h200 = "sm90" }\n')
+    with pytest.raises(MrbotError, match=r'\[tool.mrbot\] runners: expected a table of class = \["self-hosted"'):
+        load_config(tmp_path)
+    (tmp_path / 'pyproject.toml').write_text('[tool.mrbot]\ncheck-drafts = "yes"\n')
+    with pytest.raises(MrbotError, match='check-drafts: expected true or false'):
+        load_config(tmp_path)
