@@ -12,7 +12,7 @@ from mrbot.records import MrbotError
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used.
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
-            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo'}
+            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
     prepare = commands.add_parser('prepare', help='check, test and benchmark a change, then write its PR body')
     importlib.import_module('mrbot.prepare').add_arguments(prepare)
+    action = commands.add_parser('action', help='the entry point in CI: check a PR, answer a command, post results')
+    importlib.import_module('mrbot.action').add_arguments(action)
     commands.add_parser('demo', help='run mrbot prepare on an example kernel change in a temporary clone')
     return parser
 

@@ -1,0 +1,499 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot action`: the bot's one entry point in CI, on GitHub Actions and in GitLab pipelines.
+
+GitHub events: `pull_request` checks the PR's diff and produces the report; `issue_comment` parses and authorizes a
+command and answers it; `workflow_run` posts what an unprivileged run left as an artifact, after checking that the
+artifact belongs to that run. `mrbot action run` is the GPU job after checkout: it runs an authorized command on
+exactly the authorized commit and leaves its result as an artifact. With `--artifact DIR` the first two write what
+they would post into DIR instead (a fork PR's token cannot write). Whatever is not for the bot ends with one line
+and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mrbot import commands, git
+from mrbot.bench import command as bench_command
+from mrbot.bench.specs import load_specs
+from mrbot.check import evaluate
+from mrbot.config import Config, load_config, parse_config
+from mrbot.output import format_report, summary
+from mrbot.records import CheckReport, MrbotError, TestRun
+from mrbot.render import render
+from mrbot.rules import all_rules
+from mrbot.selection import select
+from mrbot.testing import device_label, execute, shell_command, test_targets
+
+ARTIFACT = 'mrbot-artifact.json'
+PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
+CHECK_NAME = 'mrbot check'
+ANNOTATION_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
+_SHA = re.compile(r'[0-9a-f]{40}')
+_PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+)')
+
+
+class Ended(Exception):
+    """Nothing for the bot to do with this event; the message says why."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """What CI says happened, and where to write outputs; `payload` is the webhook payload (GitHub) or {} (GitLab)."""
+
+    name: str
+    payload: dict
+    repository: str
+    run_id: str
+    run_url: str
+    output: Path | None
+    step_summary: Path | None
+
+
+def _github_event(environ: Mapping[str, str]) -> Event:
+    missing = [v for v in ('GITHUB_EVENT_NAME', 'GITHUB_EVENT_PATH', 'GITHUB_REPOSITORY') if not environ.get(v)]
+    if missing:
+        raise MrbotError(f"{', '.join(missing)} not set: mrbot action runs inside GitHub Actions (or set them by hand)")
+    path = Path(environ['GITHUB_EVENT_PATH'])
+    try:
+        text = path.read_text(encoding='utf-8')
+    except OSError as error:
+        raise MrbotError(f'GITHUB_EVENT_PATH {path}: cannot read the webhook payload ({error.strerror})') from None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise Ended(f'GITHUB_EVENT_PATH {path}: the payload is not a JSON object')
+    server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
+    run_id = environ.get('GITHUB_RUN_ID', '')
+    return Event(environ['GITHUB_EVENT_NAME'], payload, environ['GITHUB_REPOSITORY'], run_id,
+                 f"{server}/{environ['GITHUB_REPOSITORY']}/actions/runs/{run_id}",
+                 Path(environ['GITHUB_OUTPUT']) if environ.get('GITHUB_OUTPUT') else None,
+                 Path(environ['GITHUB_STEP_SUMMARY']) if environ.get('GITHUB_STEP_SUMMARY') else None)
+
+
+def _write_outputs(event: Event, values: dict[str, str]) -> None:
+    if event.output is None:
+        return
+    with event.output.open('a', encoding='utf-8') as out:
+        for key, value in values.items():
+            out.write(f'{key}={value}\n')
+
+
+def _write_summary(event: Event, text: str) -> None:
+    if event.step_summary is not None:
+        with event.step_summary.open('a', encoding='utf-8') as out:
+            out.write(text.rstrip('\n') + '\n')
+
+
+def _connect(kind: str, project: str, environ: Mapping[str, str]):
+    from mrbot import forges
+
+    return forges.connect(kind, project, environ=environ)
+
+
+# The report of a change --------------------------------------------------------------------------------------------
+
+
+def check_report(root: Path, config: Config, base: str, head: str, title: str | None, body: str | None) -> dict:
+    """`mrbot check` on base..head as the artifact of a report: comment body, check run and job summary."""
+    base = git.merge_base(root, base, head)
+    change = git.changeset(root, base, head, title, body, 'forge', 'forge', max_bytes=config.max_file_bytes)
+    rules = all_rules()
+    report: CheckReport = evaluate(change, config, rules)
+    markdown = format_report(report, 'markdown', rules)
+    annotations = [{'path': f.path, 'line': f.line, 'level': ANNOTATION_LEVELS[f.severity],
+                    'message': f.message + (f' Fix: {f.hint}' if f.hint else ''), 'title': f.rule}
+                   for f in report.findings if f.path and f.line]
+    errors = sum(f.severity == 'error' for f in report.findings)
+    return {'body': markdown, 'summary': markdown, 'errors': errors, 'findings': len(report.findings),
+            'check': {'name': CHECK_NAME, 'conclusion': 'failure' if errors else 'success', 'title': summary(report),
+                      'summary': markdown, 'annotations': annotations}}
+
+
+def _base_config(root: Path, base: str) -> Config:
+    """The settings of the base commit: a PR cannot switch a rule off for itself by editing pyproject.toml."""
+    spec = f'{base}:pyproject.toml'
+    settings = git.read_blobs(root, [spec])[spec]
+    return parse_config(settings.decode('utf-8', 'replace'), f'{base[:12]}:pyproject.toml') if settings else Config()
+
+
+def _pull_request(event: Event, root: Path) -> dict:
+    payload = event.payload
+    if payload.get('action') not in PULL_REQUEST_ACTIONS:
+        raise Ended(f"pull_request {payload.get('action')}: only {', '.join(PULL_REQUEST_ACTIONS)} are checked")
+    pull = payload.get('pull_request')
+    if not isinstance(pull, dict):
+        raise Ended('the pull_request payload has no pull_request object')
+    try:
+        number, base, head = int(pull['number']), pull['base']['sha'], pull['head']['sha']
+    except (KeyError, TypeError, ValueError):
+        raise Ended('the pull_request payload lacks number, base.sha or head.sha') from None
+    for sha in (base, head):
+        try:
+            git.resolve(root, sha)
+        except MrbotError:
+            raise MrbotError(f'commit {sha} is not in this checkout: check out with fetch-depth: 0') from None
+    config = _base_config(root, base)
+    if pull.get('draft') and not config.check_drafts:
+        raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
+    report = check_report(root, config, base, head, pull.get('title'), pull.get('body') or '')
+    return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
+
+
+# Commands ----------------------------------------------------------------------------------------------------------
+
+
+def _reply(forge, number: int, comment_id: int, text: str, reaction: str) -> None:
+    forge.post_comment(number, text)
+    forge.add_reaction(number, comment_id, reaction)
+
+
+def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str], kind: str) -> dict[str, str]:
+    """Parse and authorize the command in an issue comment; reply; return the step outputs."""
+    payload = event.payload
+    if payload.get('action') != 'created':
+        raise Ended(f"issue_comment {payload.get('action')}: only new comments are read as commands")
+    issue, comment = payload.get('issue'), payload.get('comment')
+    if not isinstance(issue, dict) or not isinstance(comment, dict):
+        raise Ended('the issue_comment payload lacks issue or comment')
+    if not issue.get('pull_request'):
+        raise Ended(f"#{issue.get('number')} is an issue, not a pull request")
+    text = comment.get('body')
+    if not commands.is_command(text):
+        raise Ended('the comment is not a command')
+    user = comment.get('user') or {}
+    if user.get('type') == 'Bot':
+        raise Ended(f"@{user.get('login')} is a bot; bots do not give commands")
+    try:
+        number, comment_id, login = int(issue['number']), int(comment['id']), str(user['login'])
+    except (KeyError, TypeError, ValueError):
+        raise Ended('the issue_comment payload lacks issue.number, comment.id or comment.user.login') from None
+    outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
+               'matrix': '[]', 'pr': str(number)}
+    forge = _connect(kind, event.repository, environ)
+    try:
+        command = commands.parse(text, load_specs(root), config)
+    except commands.UsageError as error:
+        _reply(forge, number, comment_id, f'@{login} {error}.\n\n```\n{commands.USAGE}\n```', 'confused')
+        return outputs
+    if command.kind == 'help':
+        _reply(forge, number, comment_id, f'```\n{commands.USAGE}\n```', '+1')
+        return {**outputs, 'authorized': 'true', 'command': 'help'}
+    now = datetime.datetime.now(datetime.timezone.utc)
+    bot_bodies = [note.body for note in forge.comments(number) if note.author_is_bot]
+    decision = commands.authorize(login, str(comment.get('author_association', 'NONE')), forge.permission(login),
+                                  bot_bodies, now, config)
+    pull = forge.get_pull(number)
+    if decision.allowed and pull.state != 'open':
+        decision = commands.Decision(False, f'#{number} is {pull.state}')
+    if not decision.allowed:
+        _reply(forge, number, comment_id, f'Not running `{command.line()}`: {decision.reason}.', '-1')
+        return outputs
+    if command.kind == 'bench' and not command.args['base']:
+        command = dataclasses.replace(command, args={**command.args, 'base': pull.base_branch})
+    args = command.args
+    accepted = commands.marker('accepted', run=event.run_id, user=login, at=now.isoformat(timespec='seconds'),
+                               sha=pull.head_sha, command=command.kind, runners=list(command.runners))
+    _reply(forge, number, comment_id, f"Accepted from @{login}: {command.describe()}, on "
+                                      f"{' and '.join(command.runners)} at `{pull.head_sha[:10]}`; "
+                                      f"results come back here. [The run]({event.run_url}).\n{accepted}", 'eyes')
+    matrix = [{'runner': runner, 'labels': config.runners[runner]} for runner in command.runners]
+    return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': pull.head_sha,
+            'runner': command.runners[0], 'labels': json.dumps(config.runners[command.runners[0]]),
+            'args': json.dumps(args, sort_keys=True), 'matrix': json.dumps(matrix), 'pr': str(number)}
+
+
+# The GPU job -------------------------------------------------------------------------------------------------------
+
+
+def _capability() -> str:
+    import torch
+
+    if not torch.cuda.is_available():
+        return ''
+    major, minor = torch.cuda.get_device_capability()
+    return f'sm_{major}{minor}'
+
+
+def _bench_result(root: Path, args: dict, base: str) -> dict:
+    parser = argparse.ArgumentParser()
+    bench_command.add_arguments(parser)
+    argv = ['--base', base, '--rounds', str(args['rounds'])]
+    argv += ['--op', *args['ops']] if args['ops'] else ['--from-diff']
+    argv += ['--modes', *args['modes']] if args['modes'] else []
+    argv += ['--shapes', *args['shapes']] if args['shapes'] else []
+    return bench_command.measure(parser.parse_args(argv), root)
+
+
+def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
+    if args['tests']:
+        targets = list(args['tests'])
+        selection = None
+    else:
+        selection = select(root, config, git.changed_paths(root, base, 'HEAD'))
+        targets, _ = test_targets(selection, config, root)
+    device = device_label()
+    files = execute(targets, root, 1, 3600.0, 'off', interpret=False,
+                    pytest_args=('-k', args['k']) if args['k'] else ())
+    run = TestRun(device, tuple(files), selection, False)
+    return {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+
+
+def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path) -> int:
+    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`."""
+    missing = [v for v in ('MRBOT_COMMAND', 'MRBOT_ARGS', 'MRBOT_SHA', 'MRBOT_RUNNER', 'MRBOT_PR') if not environ.get(v)]
+    if missing:
+        raise MrbotError(f"{', '.join(missing)} not set: mrbot action run takes the outputs of the authorize step")
+    runner, sha = environ['MRBOT_RUNNER'], environ['MRBOT_SHA']
+    if runner not in config.runners:
+        raise MrbotError(f"MRBOT_RUNNER={runner}: unknown runner class; expected one of {', '.join(config.runners)}")
+    try:
+        command = commands.from_json(environ['MRBOT_COMMAND'], json.loads(environ['MRBOT_ARGS']), runner,
+                                     load_specs(root), config)
+        pr = int(environ['MRBOT_PR'])
+    except (ValueError, commands.UsageError) as error:
+        raise MrbotError(f'MRBOT_COMMAND/MRBOT_ARGS/MRBOT_PR: not an authorized command ({error})') from None
+    server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
+    result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
+              'requested_by': environ.get('MRBOT_USER', 'a maintainer'), 'error': '', 'bench': None, 'tests': None,
+              'run_url': f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"}
+    code = 0
+    try:
+        head = git.resolve(root, 'HEAD')
+        if head != sha:
+            raise MrbotError(f'the checkout is at {head[:12]}, but the command was authorized for {sha[:12]}')
+        wanted = commands.capabilities(config.runners[runner])
+        have = _capability()
+        if wanted and have not in wanted:
+            raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
+                             "fix the runner's labels")
+        base_ref = command.args.get('base') or config.target_branches[0]
+        base = next((git.resolve(root, ref) for ref in (f'origin/{base_ref}', base_ref) if _exists(root, ref)), None)
+        if base is None:
+            raise MrbotError(f'base {base_ref} is not in this checkout: check out with fetch-depth: 0')
+        result['base'] = base = git.merge_base(root, base, head)
+        if command.kind == 'bench':
+            result['bench'] = _bench_result(root, command.args, base)
+        else:
+            result['tests'] = _test_result(root, config, command.args, base)
+    except MrbotError as error:
+        result['error'], code = str(error), 1
+    body = render('command_result.md.j2', root / config.templates if config.templates else None, r=result)
+    _write_artifact(out, {'schema': 1, 'kind': 'result', 'pr': pr, 'sha': sha, 'run': environ.get('GITHUB_RUN_ID', ''),
+                          'purpose': f'{command.kind}-{runner}', 'body': body, 'summary': body, 'check': None})
+    print(body, end='')
+    if result['error']:
+        print(f"mrbot action run: error: {result['error']}", file=sys.stderr)
+    return code
+
+
+def _exists(root: Path, ref: str) -> bool:
+    try:
+        git.resolve(root, ref)
+    except MrbotError:
+        return False
+    return True
+
+
+# Posting -----------------------------------------------------------------------------------------------------------
+
+
+def _write_artifact(folder: Path, artifact: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ARTIFACT).write_text(json.dumps(artifact, indent=2) + '\n', encoding='utf-8')
+
+
+def read_artifact(folder: Path) -> dict:
+    """The artifact an unprivileged run left, checked for shape; a malformed one is an error, not a post."""
+    path = folder / ARTIFACT
+    try:
+        artifact = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError) as error:
+        raise MrbotError(f'{path}: expected the JSON artifact of an mrbot run ({error})') from None
+    problems = []
+    if not isinstance(artifact, dict) or artifact.get('schema') != 1:
+        raise MrbotError(f'{path}: expected an mrbot artifact with schema 1')
+    if artifact.get('kind') not in ('report', 'result'):
+        problems.append('kind must be report or result')
+    if not isinstance(artifact.get('pr'), int) or isinstance(artifact.get('pr'), bool) or artifact['pr'] <= 0:
+        problems.append('pr must be a positive number')
+    if not isinstance(artifact.get('sha'), str) or not _SHA.fullmatch(artifact['sha']):
+        problems.append('sha must be 40 hexadecimal digits')
+    if not isinstance(artifact.get('purpose'), str) or not _PURPOSE.fullmatch(artifact['purpose']):
+        problems.append('purpose must be report, bench-CLASS or test-CLASS')
+    if not isinstance(artifact.get('body'), str):
+        problems.append('body must be text')
+    if problems:
+        raise MrbotError(f"{path}: not a valid mrbot artifact: {'; '.join(problems)}")
+    return artifact
+
+
+def post(forge, event: Event, artifact: dict) -> str:
+    """Put an artifact on the forge: the sticky comment of its purpose, its check run, the job summary."""
+    from mrbot.forges import Annotation
+
+    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], artifact['body'])
+    check = artifact.get('check')
+    if check:
+        annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
+                       for a in check['annotations']]
+        forge.publish_check(artifact['sha'], check['name'], check['conclusion'], check['title'], check['summary'],
+                            annotations)
+    _write_summary(event, artifact.get('summary') or artifact['body'])
+    return comment.url
+
+
+def _validate(forge, event: Event, artifact: dict) -> None:
+    """Refuse an artifact that does not belong to the run that triggered this one (a forged PR number or sha)."""
+    run = event.payload.get('workflow_run')
+    if not isinstance(run, dict) or not run.get('id') or not run.get('head_sha'):
+        raise Ended('the workflow_run payload lacks workflow_run.id or head_sha')
+    pr, sha = artifact['pr'], artifact['sha']
+    if artifact['kind'] == 'report':
+        listed = [p.get('number') for p in run.get('pull_requests') or [] if isinstance(p, dict)]
+        if sha != run['head_sha'] or (listed and pr not in listed):
+            raise MrbotError(f"artifact rejected: it is for #{pr} at {sha[:12]}, but the run checked {run['head_sha'][:12]}"
+                             + (f" of #{', #'.join(map(str, listed))}" if listed else ''))
+        pull = forge.get_pull(pr)
+        if pull.head_sha != sha:
+            raise MrbotError(f'artifact rejected: #{pr} has head {pull.head_sha[:12]}, not {sha[:12]}')
+        return
+    if str(artifact.get('run')) != str(run['id']):
+        raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")
+    kind, runner = artifact['purpose'].split('-', 1)
+    bot_bodies = [note.body for note in forge.comments(pr) if note.author_is_bot]
+    if not any(str(m.get('run')) == str(run['id']) and m.get('sha') == sha and m.get('command') == kind
+               and runner in m.get('runners', []) for m in commands.markers(bot_bodies, 'accepted')):
+        raise MrbotError(f'artifact rejected: no command accepted on #{pr} for run {run["id"]}, {kind} on {runner} '
+                         f'at {sha[:12]}')
+
+
+def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str], kind: str) -> list[str]:
+    """Post each artifact in `folder` (itself, or one per subfolder as download-artifact leaves several) that belongs
+    to the triggering run; an error names the ones refused, after the others are posted."""
+    if folder is None:
+        raise MrbotError("a workflow_run event posts an artifact: pass --artifact DIR with the triggering run's files")
+    paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.glob(f'*/{ARTIFACT}'))
+    if not paths:
+        raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
+    forge = _connect(kind, event.repository, environ)
+    posted, refused = [], []
+    for path in paths:
+        try:
+            artifact = read_artifact(path.parent)
+            _validate(forge, event, artifact)
+        except MrbotError as error:
+            refused.append(str(error))
+            continue
+        if artifact['kind'] == 'result':
+            done = commands.marker('done', run=str(event.payload['workflow_run']['id']))
+            artifact = {**artifact, 'body': artifact['body'].rstrip('\n') + '\n' + done + '\n'}
+        posted.append(post(forge, event, artifact))
+    if refused:
+        raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
+    return posted
+
+
+# GitLab ------------------------------------------------------------------------------------------------------------
+
+
+def _gitlab(root: Path, config: Config, environ: Mapping[str, str], out: Path | None) -> int:
+    missing = [v for v in ('CI_PROJECT_PATH', 'CI_COMMIT_SHA', 'CI_MERGE_REQUEST_IID', 'CI_MERGE_REQUEST_DIFF_BASE_SHA')
+               if not environ.get(v)]
+    if missing:
+        raise Ended(f"{', '.join(missing)} not set: mrbot action --forge gitlab runs in a merge request pipeline")
+    number, sha = int(environ['CI_MERGE_REQUEST_IID']), environ['CI_COMMIT_SHA']
+    event = Event('merge_request', {}, environ['CI_PROJECT_PATH'], environ.get('CI_PIPELINE_ID', ''),
+                  environ.get('CI_PIPELINE_URL', ''), None, None)
+    forge = _connect('gitlab', event.repository, environ)
+    line = environ.get('MRBOT_COMMAND', '')
+    if not line:
+        base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
+        report = check_report(root, _base_config(root, base), base, sha,
+                              environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
+        print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
+        return 0
+    user, runner = environ.get('MRBOT_COMMAND_AUTHOR', ''), environ.get('MRBOT_RUNNER', '')
+    if not user or runner not in config.runners:
+        raise MrbotError('MRBOT_COMMAND needs MRBOT_COMMAND_AUTHOR (who asked) and MRBOT_RUNNER (this job\'s class, one '
+                         f"of {', '.join(config.runners)})")
+    try:
+        command = commands.parse(line, load_specs(root), config)
+    except commands.UsageError as error:
+        forge.post_comment(number, f'@{user} {error}.\n\n```\n{commands.USAGE}\n```')
+        return 0
+    if command.kind == 'help' or runner not in command.runners:
+        raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
+    permission = forge.permission(user)
+    decision = commands.authorize(user, 'MEMBER' if permission != 'none' else 'NONE', permission,
+                                  [], datetime.datetime.now(datetime.timezone.utc), config)
+    if not decision.allowed:
+        forge.post_comment(number, f'Not running `{command.line()}`: {decision.reason}.')
+        return 0
+    jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
+            'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': environ.get('CI_PIPELINE_ID', '')}
+    folder = out or root / '.mrbot' / 'action'
+    code = run_job(root, config, jobs, folder)
+    post(forge, event, read_artifact(folder))
+    return code
+
+
+# Entry -------------------------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> int:
+    root = git.repo_root(Path.cwd())
+    config = load_config(root)
+    folder = Path(args.artifact) if args.artifact else None
+    try:
+        if args.step == 'run':
+            if not args.out:
+                raise MrbotError('mrbot action run needs --out DIR, where it leaves the result for the poster')
+            return run_job(root, config, environ, Path(args.out))
+        if args.forge == 'gitlab':
+            return _gitlab(root, config, environ, folder)
+        event = _github_event(environ)
+        if event.name == 'pull_request':
+            artifact = _pull_request(event, root)
+            _write_outputs(event, {'pr': str(artifact['pr']), 'errors': str(artifact['errors']),
+                                   'findings': str(artifact['findings'])})
+            if folder is not None:
+                _write_artifact(folder, artifact)
+                print(f"mrbot action: report for #{artifact['pr']} written to {folder / ARTIFACT}")
+            else:
+                forge = _connect('github', event.repository, environ)
+                print(f'mrbot action: posted {post(forge, event, artifact)}')
+        elif event.name == 'issue_comment':
+            outputs = _comment(event, root, config, environ, 'github')
+            _write_outputs(event, outputs)
+            print(f"mrbot action: command {outputs['command'] or 'refused'}"
+                  f"{' authorized' if outputs['authorized'] == 'true' else ''} on #{outputs['pr']}")
+        elif event.name == 'workflow_run':
+            print(f"mrbot action: posted {', '.join(_workflow_run(event, folder, environ, 'github'))}")
+        else:
+            raise Ended(f'event {event.name}: mrbot action handles pull_request, issue_comment and workflow_run')
+    except Ended as reason:
+        print(f'mrbot action: nothing to do: {reason}')
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('step', nargs='?', choices=['run'],
+                        help="'run': the GPU job after checkout, running the command the MRBOT_* variables describe")
+    parser.add_argument('--forge', choices=['github', 'gitlab'], default='github',
+                        help='where the pipeline runs (default: github; gitlab reads its predefined CI variables)')
+    parser.add_argument('--artifact', metavar='DIR',
+                        help='write what would be posted into DIR (fork PRs), or post what DIR holds (workflow_run)')
+    parser.add_argument('--out', metavar='DIR', help='with run: where the result for the poster goes')

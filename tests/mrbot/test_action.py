@@ -1,0 +1,357 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot action` driven by GitHub's published webhook payloads against a fake GitHub on loopback, through PyGithub."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mrbot import action, commands
+from mrbot.cli import main
+from mrbot.forges import connect
+from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub
+
+FIXTURES = Path(__file__).resolve().parents[3] / 'shared' / 'fixtures' / 'github-webhooks'
+PROJECT = 'Codertocat/Hello-World'
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+PYPROJECT = '''[tool.mrbot]
+source-roots = ["pkg"]
+
+[tool.mrbot.bench.ops.scale]
+callable = "pkg.scale:scale"
+gate = "tests/test_scale.py"
+
+[tool.mrbot.bench.ops.scale.inputs]
+x = { shape = ["B", "D"], dtype = "float32" }
+
+[tool.mrbot.bench.ops.scale.shapes]
+small = { B = 2, D = 4 }
+'''
+BODY = '## Summary\n\nScale.\n\n## Test plan\n\nRan it.\n\n## Benchmark\n\nNone.\n\n## Breaking changes\n\nNone.\n'
+
+
+# The fields mrbot reads, for a checkout without the published examples beside it.
+SKELETONS = {
+    'pull_request.opened.payload.json': {'action': 'opened', 'number': 1, 'pull_request': {
+        'number': 1, 'title': '', 'body': None, 'draft': False, 'base': {'ref': 'main', 'sha': ''},
+        'head': {'ref': 'topic', 'sha': ''}}, 'repository': {'full_name': PROJECT}},
+    'issue_comment.created.payload.json': {'action': 'created', 'issue': {'number': 1}, 'comment': {
+        'id': 1, 'body': '', 'author_association': 'NONE', 'user': {'login': 'someone', 'type': 'User'}},
+        'repository': {'full_name': PROJECT}},
+    'workflow_run.completed.with-pull-requests.payload.json': {'action': 'completed', 'workflow_run': {
+        'id': 1, 'head_sha': '', 'pull_requests': [{'number': 1, 'head': {'ref': 'topic'}, 'base': {'ref': 'main'}}]},
+        'repository': {'full_name': PROJECT}},
+}
+
+
+def _payload(name: str) -> dict:
+    """GitHub's published example payload (`../shared/fixtures`), or the same fields of our own where it is absent."""
+    path = FIXTURES / name
+    return json.loads(path.read_text()) if path.is_file() else copy.deepcopy(SKELETONS[name])
+
+
+class Bot:
+    """A repository with a PR from `topic`, the fake GitHub that hosts it, and a way to run `mrbot action` there."""
+
+    def __init__(self, repo, server: FakeGitHub, tmp: Path, monkeypatch) -> None:
+        self.repo, self.server, self.tmp, self.monkeypatch = repo, server, tmp, monkeypatch
+        self.base = repo.commit({'pyproject.toml': PYPROJECT, 'pkg/__init__.py': HEADER,
+                                 'pkg/scale.py': HEADER + 'def scale(x):\n    return x * 2\n'}, '[Ops] Base')
+        repo.git('checkout', '-q', '-b', 'topic')
+        # no license header: one HDR001 error on line 1 of the new file
+        self.head = repo.commit({'pkg/shift.py': 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
+        server.branches.update(main=self.base, topic=self.head)
+        self.number = server.open_pull('topic', title='[Ops] Add shift', body=BODY)
+        server.collaborators.update(alice=('write', 'write'), olivia=('admin', 'admin'))
+        monkeypatch.chdir(repo.root)
+        # the adapters' default pauses between writes are PyGithub's (1 s); a test has no rate limit to respect
+        monkeypatch.setattr(action, '_connect', lambda kind, project, environ: connect(
+            kind, project, url=server.url, token=ACTIONS_TOKEN, environ={}, backoff=BACKOFF))
+        self.runs = 0
+
+    def pull_request_payload(self, action_name: str = 'opened', **changes) -> dict:
+        payload = _payload('pull_request.opened.payload.json')
+        payload['action'] = action_name
+        payload['number'] = self.number
+        pull = payload['pull_request']
+        pull.update({'number': self.number, 'title': '[Ops] Add shift', 'body': BODY, 'draft': False, **changes})
+        pull['base']['sha'], pull['head']['sha'] = self.base, self.head
+        return payload
+
+    def comment_payload(self, body: str | None, login: str = 'alice', association: str = 'MEMBER',
+                        user_type: str = 'User', action_name: str = 'created', on_pull: bool = True) -> dict:
+        payload = _payload('issue_comment.created.payload.json')
+        payload['action'] = action_name
+        payload['issue']['number'] = self.number
+        if on_pull:
+            payload['issue']['pull_request'] = {'url': f'https://api.github.com/repos/{PROJECT}/pulls/{self.number}'}
+        comment = payload['comment']
+        comment['id'] = self.server.add_comment(self.number, body or '', login=login, type=user_type)
+        comment.update(body=body, author_association=association)
+        comment['user'].update(login=login, type=user_type)
+        return payload
+
+    def workflow_run_payload(self, run_id: int, head_sha: str, pulls: list[int]) -> dict:
+        payload = _payload('workflow_run.completed.with-pull-requests.payload.json')
+        run = payload['workflow_run']
+        run.update(id=run_id, head_sha=head_sha)
+        template = run['pull_requests'][0]
+        run['pull_requests'] = [{**copy.deepcopy(template), 'number': n} for n in pulls]
+        return payload
+
+    def act(self, event: str, payload: dict, *argv: str, run_id: int = 7000) -> tuple[int, dict[str, str], str]:
+        """Run `mrbot action` as a workflow step would; returns the exit code, the step outputs and the job summary."""
+        self.runs += 1
+        step = self.tmp / f'step{self.runs}'
+        step.mkdir()
+        (step / 'event.json').write_text(json.dumps(payload))
+        environ = {'GITHUB_EVENT_NAME': event, 'GITHUB_EVENT_PATH': str(step / 'event.json'),
+                   'GITHUB_REPOSITORY': PROJECT, 'GITHUB_RUN_ID': str(run_id), 'GITHUB_SERVER_URL': 'https://github.example',
+                   'GITHUB_OUTPUT': str(step / 'output'), 'GITHUB_STEP_SUMMARY': str(step / 'summary')}
+        for name, value in environ.items():
+            self.monkeypatch.setenv(name, value)
+        code = main(['action', *argv])
+        outputs = dict(line.split('=', 1) for line in (step / 'output').read_text().splitlines()) \
+            if (step / 'output').exists() else {}
+        summary = (step / 'summary').read_text() if (step / 'summary').exists() else ''
+        return code, outputs, summary
+
+
+@pytest.fixture
+def bot(repo, tmp_path_factory, monkeypatch) -> Iterator[Bot]:
+    with FakeGitHub(PROJECT) as server:
+        # the workflow's files (payloads, outputs, artifacts) live outside the checkout, as on a runner
+        yield Bot(repo, server, tmp_path_factory.mktemp('runner'), monkeypatch)
+
+
+def test_report_is_one_comment_edited_in_place_and_a_check_run_each_time(bot):
+    code, outputs, summary = bot.act('pull_request', bot.pull_request_payload())
+    # HDR001 on the new file's first line, and SEL001 (no test reaches it), which has no line to annotate
+    assert code == 0 and outputs == {'pr': str(bot.number), 'errors': '1', 'findings': '2'}
+    comments = bot.server.comments_on(bot.number)
+    assert len(comments) == 1 and comments[0][0] == 'github-actions[bot]'
+    assert 'HDR001' in comments[0][1] and 'pkg/shift.py:1' in comments[0][1]
+    assert '### mrbot check' in summary
+    [run] = bot.server.check_runs
+    assert run['head_sha'] == bot.head and run['conclusion'] == 'failure' and run['name'] == 'mrbot check'
+    assert [(a['path'], a['start_line'], a['annotation_level']) for a in run['annotations']] == [
+        ('pkg/shift.py', 1, 'failure')]
+    # the author fixes the header and pushes: the same comment is edited, never a second one
+    bot.head = bot.repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Header')
+    bot.server.branches['topic'] = bot.head
+    code, outputs, _ = bot.act('pull_request', bot.pull_request_payload('synchronize'))
+    assert code == 0 and outputs['errors'] == '0'
+    comments = bot.server.comments_on(bot.number)
+    assert len(comments) == 1 and '**1 warning** in 1 changed file.' in comments[0][1] and 'HDR001' not in comments[0][1]
+    assert [r['conclusion'] for r in bot.server.check_runs] == ['failure', 'success']
+
+
+def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
+    folder = bot.tmp / 'artifact'
+    code, _, _ = bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    assert code == 0 and bot.server.comments_on(bot.number) == [] and bot.server.check_runs == []
+    code, _, summary = bot.act('workflow_run', bot.workflow_run_payload(9001, bot.head, [bot.number]),
+                               '--artifact', str(folder))
+    assert code == 0 and len(bot.server.comments_on(bot.number)) == 1 and len(bot.server.check_runs) == 1
+    assert 'HDR001' in summary
+
+
+def test_the_poster_rejects_a_forged_pr_number(bot, capsys):
+    victim = bot.server.open_pull('main', title='[Docs] Someone else')
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim, 'body': 'LGTM, merge it'}))
+    capsys.readouterr()
+    # the triggering run lists no PR (as for a fork), so only the PR's own head can vouch for the number
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, []), '--artifact', str(folder))
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (f'mrbot action: error: artifact rejected: #{victim} has head '
+                                               f"{bot.server.branches['main'][:12]}, not {bot.head[:12]}")
+    assert bot.server.comments_on(victim) == [] and bot.server.check_runs == []
+
+
+def test_a_member_command_is_accepted_at_the_current_head(bot):
+    code, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale --modes fwd'), run_id=555)
+    assert code == 0
+    assert outputs['authorized'] == 'true' and outputs['command'] == 'bench' and outputs['sha'] == bot.head
+    assert outputs['runner'] == 'hopper' and json.loads(outputs['labels']) == ['self-hosted', 'linux', 'x64', 'gpu', 'sm90']
+    assert json.loads(outputs['args']) == {'ops': ['scale'], 'modes': ['fwd'], 'shapes': [], 'rounds': 10,
+                                           'base': 'main'}
+    assert json.loads(outputs['matrix']) == [{'runner': 'hopper', 'labels': json.loads(outputs['labels'])}]
+    reply = bot.server.comments_on(bot.number)[-1][1]
+    assert reply.startswith(f'Accepted from @alice: mrbot bench on scale --modes fwd, 10 rounds, against main, on hopper '
+                            f'at `{bot.head[:10]}`')
+    [accepted] = commands.markers([reply], 'accepted')
+    assert accepted['run'] == '555' and accepted['sha'] == bot.head
+    assert [r[1] for r in bot.server.reactions] == ['eyes']
+
+
+def test_an_outsiders_command_is_refused_and_starts_no_job(bot):
+    code, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale', login='mallory',
+                                                                    association='CONTRIBUTOR'))
+    assert code == 0 and outputs['authorized'] == 'false' and outputs['sha'] == '' and outputs['matrix'] == '[]'
+    assert bot.server.comments_on(bot.number)[-1][1] == ('Not running `/bench scale --on hopper --rounds 10`: @mallory '
+                                                         'is not a member or collaborator of this repository '
+                                                         '(contributor).')
+    assert [r[1] for r in bot.server.reactions] == ['-1']
+
+
+def test_a_member_without_write_access_is_refused(bot):
+    bot.server.collaborators['rita'] = ('read', 'read')
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/test', login='rita', association='COLLABORATOR'))
+    assert outputs['authorized'] == 'false'
+    assert 'has read permission; commands need write access' in bot.server.comments_on(bot.number)[-1][1]
+
+
+@pytest.mark.parametrize('text', ['/bench scale; curl x | sh', '/bench $(curl x | sh)', '/test `id`',
+                                  '/bench scale\ncurl x | sh', '/bench ' + 'scale ' * 80])
+def test_injection_attempts_are_usage_errors(bot, text):
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(text))
+    assert outputs['authorized'] == 'false' and outputs['command'] == ''
+    reply = bot.server.comments_on(bot.number)[-1][1]
+    assert reply.startswith('@alice ') and '/bench [OP ...]' in reply
+    assert [r[1] for r in bot.server.reactions] == ['confused']
+
+
+def test_help_answers_with_the_usage(bot):
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/mrbot help'))
+    assert outputs['command'] == 'help' and outputs['authorized'] == 'true'
+    assert commands.USAGE in bot.server.comments_on(bot.number)[-1][1]
+
+
+@pytest.mark.parametrize(('variant', 'reason'), [
+    ({'user_type': 'Bot', 'login': 'dependabot[bot]'}, '@dependabot[bot] is a bot; bots do not give commands'),
+    ({'action_name': 'edited'}, 'issue_comment edited: only new comments are read as commands'),
+    ({'body': None}, 'the comment is not a command'),
+    ({'body': 'Looks good, but please /bench it'}, 'the comment is not a command'),
+    ({'on_pull': False}, 'is an issue, not a pull request'),
+])
+def test_what_is_not_for_the_bot_ends_cleanly(bot, capsys, variant, reason):
+    options = {'body': '/bench scale', **variant}
+    payload = bot.comment_payload(options.pop('body'), **options)
+    before = len(bot.server.comments)
+    code, outputs, _ = bot.act('issue_comment', payload)
+    assert code == 0 and outputs == {} and len(bot.server.comments) == before
+    assert reason in capsys.readouterr().out
+
+
+def test_a_draft_or_a_malformed_payload_ends_cleanly(bot, capsys):
+    code, _, _ = bot.act('pull_request', bot.pull_request_payload(draft=True))
+    assert code == 0 and 'is a draft' in capsys.readouterr().out
+    code, _, _ = bot.act('pull_request', {'action': 'opened', 'pull_request': {'number': 'x'}})
+    assert code == 0 and 'lacks number, base.sha or head.sha' in capsys.readouterr().out
+    assert bot.server.comments_on(bot.number) == []
+
+
+def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkeypatch):
+    bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=4242)
+    folder = bot.tmp / 'result'
+    for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
+                        'MRBOT_PR': str(bot.number), 'MRBOT_USER': 'alice', 'GITHUB_RUN_ID': '4242',
+                        'MRBOT_ARGS': json.dumps({'ops': ['scale'], 'modes': [], 'shapes': [], 'rounds': 10,
+                                                  'base': 'main'})}.items():
+        monkeypatch.setenv(name, value)
+    # this machine has no GPU: the job refuses to pretend it is a hopper runner, and says so in its result
+    assert main(['action', 'run', '--out', str(folder)]) == 1
+    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    assert artifact['purpose'] == 'bench-hopper' and artifact['run'] == '4242'
+    assert 'this runner has no GPU, but class hopper needs sm_90' in artifact['body']
+    forged = bot.tmp / 'forged'
+    forged.mkdir()
+    (forged / action.ARTIFACT).write_text(json.dumps({**artifact, 'run': '4243'}))
+    assert bot.act('workflow_run', bot.workflow_run_payload(4243, bot.base, []), '--artifact', str(forged))[0] == 2
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(4242, bot.base, []), '--artifact', str(folder))
+    assert code == 0
+    posted = bot.server.comments_on(bot.number)[-1][1]
+    assert '### mrbot bench on hopper' in posted and commands.markers([posted], 'done') == [{'run': '4242'}]
+
+
+def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
+    for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
+                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None})}.items():
+        monkeypatch.setenv(name, value)
+    folder = bot.tmp / 'result'
+    assert main(['action', 'run', '--out', str(folder)]) == 1
+    body = json.loads((folder / action.ARTIFACT).read_text())['body']
+    assert f'the checkout is at {bot.head[:12]}, but the command was authorized for {bot.base[:12]}' in body
+
+
+def test_a_pr_cannot_switch_a_rule_off_for_itself(bot):
+    quieter = PYPROJECT.replace('[tool.mrbot]\n', '[tool.mrbot]\nrules = { HDR001 = "off" }\n')
+    bot.head = bot.repo.commit({'pyproject.toml': quieter}, '[Ops] Quieter')
+    bot.server.branches['topic'] = bot.head
+    _, outputs, _ = bot.act('pull_request', bot.pull_request_payload('synchronize'))
+    assert outputs['errors'] == '1' and 'HDR001' in bot.server.comments_on(bot.number)[0][1]
+
+
+def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_them_is_named(bot, monkeypatch):
+    bot.act('issue_comment', bot.comment_payload('/test --on hopper blackwell'), run_id=31)
+    downloaded = bot.tmp / 'downloaded'
+    for runner in ('hopper', 'blackwell'):
+        folder = downloaded / f'mrbot-result-{runner}'
+        folder.mkdir(parents=True)
+        body = f'### mrbot test on {runner}\n\nall green\n'
+        (folder / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+                                                          'run': '31', 'purpose': f'test-{runner}', 'body': body,
+                                                          'summary': body, 'check': None}))
+    stranger = downloaded / 'mrbot-result-ampere'
+    stranger.mkdir()
+    (stranger / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+                                                        'run': '31', 'purpose': 'test-ampere', 'body': 'all green',
+                                                        'check': None}))
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(31, bot.base, []), '--artifact', str(downloaded))
+    assert code == 2
+    posted = [body for _, body in bot.server.comments_on(bot.number) if body.startswith('<!-- mrbot:test-')]
+    assert [body.splitlines()[1] for body in posted] == ['### mrbot test on blackwell', '### mrbot test on hopper']
+
+
+@pytest.fixture
+def lab(repo, monkeypatch):
+    """The same change as a GitLab merge request, with the pipeline's predefined variables."""
+    from tests.mrbot.forges.fakeforge import BOT_TOKEN, FakeGitLab
+
+    base = repo.commit({'pyproject.toml': PYPROJECT, 'pkg/__init__.py': HEADER}, '[Ops] Base')
+    repo.git('checkout', '-q', '-b', 'topic')
+    head = repo.commit({'pkg/shift.py': 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
+    with FakeGitLab() as server:
+        server.branches.update(main=base, topic=head)
+        iid = server.open_merge_request('topic', title='[Ops] Add shift', description=BODY)
+        server.members['alice'] = 30
+        monkeypatch.chdir(repo.root)
+        monkeypatch.setattr(action, '_connect', lambda kind, project, environ: connect(
+            kind, project, url=server.url, token=BOT_TOKEN, environ={}, backoff=BACKOFF))
+        for name, value in {'CI_PROJECT_PATH': server.project, 'CI_COMMIT_SHA': head, 'CI_MERGE_REQUEST_IID': str(iid),
+                            'CI_MERGE_REQUEST_DIFF_BASE_SHA': base, 'CI_MERGE_REQUEST_TITLE': '[Ops] Add shift',
+                            'CI_MERGE_REQUEST_DESCRIPTION': BODY, 'CI_PIPELINE_ID': '77'}.items():
+            monkeypatch.setenv(name, value)
+        yield server, iid, head
+
+
+def test_gitlab_pipeline_posts_the_report_note_and_a_commit_status(lab):
+    server, iid, head = lab
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert main(['action', '--forge', 'gitlab']) == 0
+    [(_, note)] = server.notes_on(iid)
+    assert 'HDR001' in note
+    assert [(s['sha'], s['status'], s['name']) for s in server.statuses] == [(head, 'failed', 'mrbot check')] * 2
+
+
+def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
+    server, iid, _ = lab
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'reader')
+    server.members['reader'] = 20
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert server.notes_on(iid)[-1][1] == ('Not running `/test --on hopper`: @reader has read permission; commands need '
+                                           'write access.')
+    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'alice')
+    # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
+    assert main(['action', '--forge', 'gitlab']) == 1
+    assert 'this runner has no GPU, but class hopper needs sm_90' in server.notes_on(iid)[-1][1]
