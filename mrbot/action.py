@@ -227,14 +227,16 @@ def _capability() -> str:
     return f'sm_{major}{minor}'
 
 
-def _bench_result(root: Path, args: dict, base: str) -> dict:
+def _bench_result(root: Path, args: dict, base: str) -> tuple[dict, str]:
+    """The paired bench record of a `/bench` command, and the command line that reproduces it (rounds aside)."""
     parser = argparse.ArgumentParser()
     bench_command.add_arguments(parser)
-    argv = ['--base', base, '--rounds', str(args['rounds'])]
-    argv += ['--op', *args['ops']] if args['ops'] else ['--from-diff']
+    argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
-    return bench_command.measure(parser.parse_args(argv), root)
+    argv += ['--base', base[:12]]
+    record = bench_command.measure(parser.parse_args([*argv, '--base', base, '--rounds', str(args['rounds'])]), root)
+    return record, ' '.join(['mrbot bench', *argv])
 
 
 def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
@@ -268,6 +270,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path) -
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
               'requested_by': environ.get('MRBOT_USER', 'a maintainer'), 'error': '', 'bench': None, 'tests': None,
+              'bench_command': '',
               'run_url': f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"}
     code = 0
     try:
@@ -279,13 +282,17 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path) -
         if wanted and have not in wanted:
             raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
                              "fix the runner's labels")
-        base_ref = command.args.get('base') or config.target_branches[0]
-        base = next((git.resolve(root, ref) for ref in (f'origin/{base_ref}', base_ref) if _exists(root, ref)), None)
-        if base is None:
-            raise MrbotError(f'base {base_ref} is not in this checkout: check out with fetch-depth: 0')
-        result['base'] = base = git.merge_base(root, base, head)
+        base_ref = command.args.get('base')
+        if base_ref:
+            base = next((git.resolve(root, ref) for ref in (f'origin/{base_ref}', base_ref) if _exists(root, ref)), None)
+            if base is None:
+                raise MrbotError(f'base {base_ref} is not in this checkout: check out with fetch-depth: 0')
+            base = git.merge_base(root, base, head)
+        else:
+            base = git.default_base(root, config.target_branches)
+        result['base'] = base
         if command.kind == 'bench':
-            result['bench'] = _bench_result(root, command.args, base)
+            result['bench'], result['bench_command'] = _bench_result(root, command.args, base)
         else:
             result['tests'] = _test_result(root, config, command.args, base)
     except MrbotError as error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from mrbot import action, commands
 from mrbot.cli import main
+from mrbot.commands import Command
 from mrbot.forges import connect
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub
 
@@ -31,6 +33,14 @@ x = { shape = ["B", "D"], dtype = "float32" }
 
 [tool.mrbot.bench.ops.scale.shapes]
 small = { B = 2, D = 4 }
+'''
+GATE = HEADER + '''import torch
+
+from pkg.scale import scale
+
+
+def test_scale():
+    assert scale(torch.ones(2)).tolist() == [2.0, 2.0]
 '''
 BODY = '## Summary\n\nScale.\n\n## Test plan\n\nRan it.\n\n## Benchmark\n\nNone.\n\n## Breaking changes\n\nNone.\n'
 
@@ -61,7 +71,8 @@ class Bot:
     def __init__(self, repo, server: FakeGitHub, tmp: Path, monkeypatch) -> None:
         self.repo, self.server, self.tmp, self.monkeypatch = repo, server, tmp, monkeypatch
         self.base = repo.commit({'pyproject.toml': PYPROJECT, 'pkg/__init__.py': HEADER,
-                                 'pkg/scale.py': HEADER + 'def scale(x):\n    return x * 2\n'}, '[Ops] Base')
+                                 'pkg/scale.py': HEADER + 'def scale(x):\n    return x * 2\n', 'tests/test_scale.py': GATE},
+                                '[Ops] Base')
         repo.git('checkout', '-q', '-b', 'topic')
         # no license header: one HDR001 error on line 1 of the new file
         self.head = repo.commit({'pkg/shift.py': 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
@@ -355,3 +366,29 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
     assert 'this runner has no GPU, but class hopper needs sm_90' in server.notes_on(iid)[-1][1]
+
+
+@pytest.mark.parametrize(('kind', 'args', 'expected'), [
+    ('bench', {'ops': ['scale'], 'modes': ['fwd'], 'shapes': [], 'rounds': 3, 'base': 'main'},
+     [r'\| scale \| fwd \| small \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+-[\d.]+ \| (same|noisy) \(not evidence',
+      r'\*\*0 faster and 0 slower of 1 row\.\*\*', r'Correctness gate: passed',
+      r'Command: `mrbot bench --op scale --modes fwd --base [0-9a-f]{12} --rounds 3`']),
+    ('test', {'tests': ['tests/test_scale.py'], 'k': 'scale'},
+     [r'1 passed, 0 failed, 0 skipped, 0 flaky', r'\| `tests/test_scale.py` \| 1 \| 0 \| 0 \| 0 \|']),
+])
+def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeypatch, kind, args, expected):
+    # stands in for an H200: the capability probe is the only part of the job that needs the hardware
+    monkeypatch.setattr(action, '_capability', lambda: 'sm_90')
+    for name, value in {'MRBOT_COMMAND': kind, 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper', 'MRBOT_USER': 'alice',
+                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps(args), 'GITHUB_RUN_ID': '88',
+                        'GITHUB_REPOSITORY': PROJECT, 'GITHUB_SERVER_URL': 'https://github.example'}.items():
+        monkeypatch.setenv(name, value)
+    folder = bot.tmp / 'result'
+    assert main(['action', 'run', '--out', str(folder)]) == 0
+    body = json.loads((folder / action.ARTIFACT).read_text())['body']
+    assert body.startswith(f'### mrbot {kind} on hopper\n')
+    line = Command(kind, args, ('hopper',)).line()
+    assert (f'Asked by @alice with `{line}`; head `{bot.head[:10]}`, base `{bot.base[:10]}`; '
+            '[the run](https://github.example/Codertocat/Hello-World/actions/runs/88).') in body
+    for pattern in expected:
+        assert re.search(pattern, body), (pattern, body)
