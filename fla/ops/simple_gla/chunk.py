@@ -11,8 +11,9 @@ import triton
 import triton.language as tl
 
 from fla.ops.backends import dispatch
+from fla.ops.common.launch import state_block
 from fla.ops.common.program import block_range, program_place, state_block_offsets
-from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
+from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import triton
 
+from fla.ops.common.launch import reduce_partials
 from fla.ops.common.validation import check_attention_inputs, check_cu_seqlens, check_tensor_shape
 
 
@@ -31,18 +32,6 @@ class KernelSet:
     bwd_dq: Callable
     bwd_dkvg: Callable
     launch_config: Callable[[int, int, torch.dtype, bool], dict[str, Any]]
-
-
-def state_block(dim: int, cap: int) -> int:
-    """Block covering `dim` (a power of two, at least 16, the smallest `tl.dot` operand), at most `cap`."""
-    return min(max(16, triton.next_power_of_2(dim)), cap)
-
-
-def _reduce_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    # [..., P, D] -> [..., D]; a single partial is already the result
-    if partials.shape[-2] == 1:
-        return partials.squeeze(-2).to(dtype)
-    return partials.sum(-2).to(dtype)
 
 
 def simple_gla_fwd(
@@ -72,7 +61,7 @@ def simple_gla_fwd(
         IS_VARLEN=cu_seqlens is not None,
         **config,
     )
-    return _reduce_partials(o, v.dtype), final_state
+    return reduce_partials(o, v.dtype), final_state
 
 
 def simple_gla_bwd(
@@ -110,7 +99,7 @@ def simple_gla_bwd(
         q, k, v, g, do, q_dot_dq, final_state, dht, dk, dv, dg, dh0, cu_seqlens, scale, T,
         NK=NK, NV=NV, USE_FINAL_STATE_GRADIENT=dht is not None, **shared,
     )
-    dq, dk, dv = _reduce_partials(dq, q.dtype), _reduce_partials(dk, k.dtype), _reduce_partials(dv, v.dtype)
+    dq, dk, dv = reduce_partials(dq, q.dtype), reduce_partials(dk, k.dtype), reduce_partials(dv, v.dtype)
     if dg is not None:
         dg = dg.sum(-1).to(g.dtype)
     if dh0 is not None:

@@ -10,8 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
+from fla.ops.common.launch import state_block
 from fla.ops.common.program import block_range, program_place, state_block_offsets
-from fla.ops.simple_gla.function import KernelSet, simple_gla, state_block
+from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
 RECURRENT_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
