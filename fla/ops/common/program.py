@@ -41,3 +41,9 @@ def block_range(i_block, BLOCK: tl.constexpr, DIM: tl.constexpr):
 def state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K: tl.constexpr, V: tl.constexpr):
     """Offsets and mask of a `[BK, BV]` block of the state of sequence-head `i_nh` in a `[N, H, K, V]` tensor."""
     return i_nh * K * V + o_k[:, None] * V + o_v[None, :], m_k[:, None] & m_v[None, :]
+
+
+@triton.jit
+def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
+    """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
+    return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)

@@ -12,18 +12,12 @@ import triton.language as tl
 
 from fla.ops.backends import dispatch
 from fla.ops.common.launch import state_block
-from fla.ops.common.program import block_range, program_place, state_block_offsets
+from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
 from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G', 'DOT_PRECISION']
-
-
-@triton.jit
-def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
-    """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
-    return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)
 
 
 @triton.jit
