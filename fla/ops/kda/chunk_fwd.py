@@ -1,0 +1,423 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Forward of chunked KDA: chunk-local log decay, the WY form of each chunk, the state pass, the output.
+
+Chunk-parallel kernels run one program per (chunk, value head); the state pass runs one program per (sequence, value
+head, value block) and walks the chunks in order. Inside a chunk the decay is per key channel, so the scores
+`sum_c x_ic y_jc e^(G_ic - G_jc)` are no plain matrix product: they are taken in 16-row sub-chunks, the blocks
+between two sub-chunks as a product through the log decay at the boundary between them, the 16 x 16 blocks on the
+diagonal one column at a time. Every exponent is a difference `G_i - G_j` with `i` at or after `j`, or one of its
+two parts around a boundary in between, so it is at most 0 whenever the per-step log decay is (and with positive steps
+at most their sum over one chunk); masked entries are -inf before the exponential. A factor that underflows belongs to
+a product no larger than itself. The differences come from chunk-local cumulative sums, so each carries an absolute
+error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
+
+Only q, k, v come in and o goes out in the input dtype: every intermediate (W, U, the scores, the states, the
+corrections `U - W S`) is float32 and every product takes float32 operands (TF32 on tensor cores unless the inputs are
+float32 under torch's 'highest' matmul precision). The corrections are small differences of large terms; rounding W, U
+or the state to bf16 cost up to three times the forward's error, and more without decay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from fla.ops.common.launch import state_block
+from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
+from fla.utils import autotune
+
+# tokens per chunk, and per sub-chunk of the intra-chunk scores
+CHUNK_SIZE = 64
+SUB_CHUNK_SIZE = 16
+CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
+CHUNK_KEY = ['H', 'HV', 'K', 'V', 'BK', 'BV', 'DOT_PRECISION']
+
+
+@dataclass(frozen=True)
+class ChunkLayout:
+    """Where the chunks of a batch lie, and where their states are stored.
+
+    Chunk `i_t` of sequence `n`, starting at row `bos`, owns the stored state `bos // BT + n + i_t`: distinct for every
+    sequence without reading the lengths on the host, `B * T // BT + N` slots in all. Packed sequences add
+    `chunk_rows`, the first row and the sequence end of the chunk in each slot; a slot no chunk owns has its first row
+    at its end, so its program does nothing.
+    """
+
+    B: int
+    T: int
+    N: int
+    cu_seqlens: torch.Tensor | None
+    chunk_rows: torch.Tensor | None
+
+    @property
+    def num_states(self) -> int:
+        return self.B * self.T // CHUNK_SIZE + self.N
+
+    def grid(self, HV: int, *blocks: int) -> tuple[int, ...]:
+        """Grid of a chunk-parallel kernel: `(slots, HV)` packed, `(chunks per sequence, B * HV)` dense."""
+        if self.cu_seqlens is not None:
+            return (self.num_states, HV, *blocks)
+        return (triton.cdiv(self.T, CHUNK_SIZE), self.B * HV, *blocks)
+
+
+def chunk_layout(B: int, T: int, cu_seqlens: torch.Tensor | None) -> ChunkLayout:
+    """The layout of a batch; packed sequences get their slot table on the device, without a host sync."""
+    if cu_seqlens is None:
+        return ChunkLayout(B, T, B, None, None)
+    N = cu_seqlens.numel() - 1
+    bos, eos = cu_seqlens[:-1].long(), cu_seqlens[1:].long()
+    first = bos // CHUNK_SIZE + torch.arange(N, device=bos.device)
+    slots = torch.arange(T // CHUNK_SIZE + N, device=bos.device)
+    seq = torch.searchsorted(first, slots, right=True) - 1
+    rows = torch.stack((torch.minimum(bos[seq] + (slots - first[seq]) * CHUNK_SIZE, eos[seq]), eos[seq]), dim=1)
+    return ChunkLayout(B, T, N, cu_seqlens, rows.contiguous())
+
+
+def dot_precision(dtype: torch.dtype) -> str:
+    """IEEE float32 dots for float32 inputs under torch's default 'highest' matmul precision, TF32 otherwise."""
+    return 'ieee' if dtype == torch.float32 and torch.get_float32_matmul_precision() == 'highest' else 'tf32'
+
+
+@triton.jit
+def chunk_place(chunk_rows, T, HV: tl.constexpr, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Return `(i_c, i_hv, row0, eos)` of a chunk-parallel program: the chunk's state slot, its value head, its first
+    row and the end row of its sequence, as int64."""
+    if IS_VARLEN:
+        i_c, i_hv = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
+        row0 = tl.load(chunk_rows + 2 * i_c)
+        eos = tl.load(chunk_rows + 2 * i_c + 1)
+    else:
+        i_t, i_nh = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
+        i_n, i_hv = i_nh // HV, i_nh % HV
+        bos = i_n * T
+        i_c = bos // BT + i_n + i_t
+        row0 = bos + i_t * BT
+        eos = bos + T
+    return i_c, i_hv, row0, eos
+
+
+@triton.jit
+def first_state_slot(i_n, bos, BT: tl.constexpr):
+    """State slot of the first chunk of sequence `i_n`, which starts at row `bos` (see `ChunkLayout`)."""
+    return bos // BT + i_n
+
+
+@triton.jit
+def load_row(x, row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, m_d):
+    """Entries `o_d` of head `i_h` at one row of a `[B * T, H, D]` tensor; masked entries read 0."""
+    return tl.load(x + (row * H + i_h) * D + o_d, mask=m_d, other=0)
+
+
+@triton.jit
+def load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr):
+    """[BK, BV]: a block of the state stored for slot `i_c`; zeros for a slot no chunk owns, which nothing writes."""
+    o_chunk, m_state = state_block_offsets(i_c * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
+    return tl.load(h + o_chunk, mask=m_state & (row0 < eos), other=0)
+
+
+@triton.jit
+def chunk_last_log_decay(gk, row0, eos, i_hv, HV: tl.constexpr, K: tl.constexpr, o_k, m_k, BT: tl.constexpr):
+    """[BK]: the cumulative log decay at the chunk's last row, the decay of the whole chunk; 0 for an empty slot."""
+    return load_row(gk, tl.minimum(row0 + BT, eos) - 1, i_hv, HV, K, o_k, m_k & (row0 < eos))
+
+
+@triton.jit
+def sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: tl.constexpr, o_k, m_k, BT: tl.constexpr,
+                        BC: tl.constexpr):
+    """[BT, BK]: each row's cumulative log decay since the end of the previous sub-chunk, at most 0; 0 on padding."""
+    o_t = tl.arange(0, BT)
+    m_t = row0 + o_t < eos
+    m_prev = (o_t >= BC) & m_t
+    # [BT, BK]
+    b_g_prev = load_tile(gk, row0 + (o_t // BC) * BC - 1, i_hv, HV, K, o_k, m_prev[:, None] & m_k[None, :])
+    return tl.where(m_t[:, None] & m_k[None, :], b_g - b_g_prev, 0)
+
+
+@triton.jit
+def decayed_scores(b_x, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k, m_k,
+                   K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """[BT, BT]: `sum_c x_ic y_jc e^(G_ic - G_jc)` over one key block for `j <= i`, 0 above the diagonal.
+
+    `b_x`, `b_y` are the chunk's rows of x and y (y also in memory at `y`, head `i_y` of `HY`), `b_g` the cumulative log
+    decay G and `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`).
+    """
+    o_t = tl.arange(0, BT)
+    m_t = row0 + o_t < eos
+    b_s = tl.zeros([BT, BT], dtype=tl.float32)
+    # [BT, BK]: x_i e^(G_i - G_r), r the end of the sub-chunk before row i's
+    b_xs = b_x * tl.exp(b_gs)
+    for i_s in range(1, tl.cdiv(tl.minimum(eos - row0, BT), BC)):
+        # [BK] G_r at the end of sub-chunk i_s - 1; y_j e^(G_r - G_j) for the rows before it
+        b_gr = load_row(gk, row0 + i_s * BC - 1, i_hv, HV, K, o_k, m_k)
+        b_yr = b_y * tl.exp(tl.where((o_t < i_s * BC)[:, None], b_gr[None, :] - b_g, float('-inf')))
+        b_s += tl.where((o_t // BC == i_s)[:, None], tl.dot(b_xs, tl.trans(b_yr), input_precision=DOT_PRECISION), 0)
+    for j in range(BC):
+        # row j of each row's own sub-chunk, when at or before that row
+        o_rj = row0 + (o_t // BC) * BC + j
+        m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
+        b_yj = load_tile(y, o_rj, i_y, HY, K, o_k, m_j).to(tl.float32)
+        b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
+        # [BT]
+        b_sj = tl.sum(b_x.to(tl.float32) * b_yj * tl.exp(tl.where(m_j, b_g - b_gj, float('-inf'))), axis=1)
+        b_s += tl.where(o_t[None, :] == ((o_t // BC) * BC + j)[:, None], b_sj[:, None], 0)
+    return b_s
+
+
+@triton.jit
+def unit_lower_inverse(b_A, BT: tl.constexpr):
+    """[BT, BT]: `(I + A)^-1` of a strictly lower triangular `A`, by forward substitution one row at a time."""
+    o_t = tl.arange(0, BT)
+    # strictly lower part of the inverse: row i is -A_i - sum_j A_ij (row j)
+    b_M = tl.zeros([BT, BT], dtype=tl.float32)
+    for i in range(1, BT):
+        # [BT]
+        b_a = -tl.sum(tl.where(o_t[:, None] == i, b_A, 0), axis=0)
+        b_a += tl.sum(b_a[:, None] * b_M, axis=0)
+        b_M = tl.where(o_t[:, None] == i, b_a[None, :], b_M)
+    return b_M + tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
+
+
+@autotune(CHUNK_CONFIGS, key=['HV', 'K', 'BK'])
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_fwd_kernel_log_decay(
+    g, gk, chunk_rows, T,
+    HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, IS_VARLEN: tl.constexpr,
+):
+    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    o_row = row0 + tl.arange(0, BT)
+    m_t = o_row < eos
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k = block_range(i_k, BK, K)
+        m_tk = m_t[:, None] & m_k[None, :]
+        # [BT, BK]
+        b_g = tl.cumsum(load_tile(g, o_row, i_hv, HV, K, o_k, m_tk).to(tl.float32), axis=0)
+        tl.store(gk + (o_row[:, None] * HV + i_hv) * K + o_k[None, :], b_g, mask=m_tk)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_fwd_kernel_intra(
+    q, k, v, gk, beta, w, u, aqk, akk_inv, chunk_rows, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+    BK: tl.constexpr, BV: tl.constexpr, STORE_INVERSE: tl.constexpr, IS_VARLEN: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    i_h = i_hv // (HV // H)
+    o_t = tl.arange(0, BT)
+    o_row = row0 + o_t
+    m_t = o_row < eos
+
+    # [BT, BT]
+    b_Aqk = tl.zeros([BT, BT], dtype=tl.float32)
+    b_Akk = tl.zeros([BT, BT], dtype=tl.float32)
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k = block_range(i_k, BK, K)
+        m_tk = m_t[:, None] & m_k[None, :]
+        # [BT, BK]
+        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
+        b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+        b_Aqk += decayed_scores(b_q, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
+                                DOT_PRECISION)
+        b_Akk += decayed_scores(b_k, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
+                                DOT_PRECISION)
+    # [BT]
+    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
+    # [BT, BT] M = (I + diag(beta) strictly-lower(Akk))^-1
+    b_M = unit_lower_inverse(tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), BT)
+    m_tt = m_t[:, None] & (o_t < BT)[None, :]
+    tl.store(aqk + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_Aqk, mask=m_tt)
+    if STORE_INVERSE:
+        tl.store(akk_inv + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_M, mask=m_tt)
+
+    # [BT, BT] M diag(beta), which turns k e^G into W and v into U
+    b_Mb = b_M * b_beta[None, :]
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k = block_range(i_k, BK, K)
+        m_tk = m_t[:, None] & m_k[None, :]
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
+        # [BT, BK]
+        b_w = tl.dot(b_Mb, b_k * tl.exp(b_g), input_precision=DOT_PRECISION)
+        tl.store(w + (o_row[:, None] * HV + i_hv) * K + o_k[None, :], b_w, mask=m_tk)
+    for i_v in range(tl.cdiv(V, BV)):
+        o_v, m_v = block_range(i_v, BV, V)
+        m_tv = m_t[:, None] & m_v[None, :]
+        # [BT, BV]
+        b_v = load_tile(v, o_row, i_hv, HV, V, o_v, m_tv)
+        b_u = tl.dot(b_Mb, b_v.to(tl.float32), input_precision=DOT_PRECISION)
+        tl.store(u + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_u, mask=m_tv)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_fwd_kernel_h(
+    k, w, u, gk, v_new, h, h0, ht, cu_seqlens, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+    BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
+    i_n, i_h = i_nh // HV, i_hv // (HV // H)
+    o_t = tl.arange(0, BT)
+    o_k, m_k = block_range(0, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    i_c0 = first_state_slot(i_n, bos, BT)
+
+    # [BK, BV]
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    for i_t in range(tl.cdiv(eos - bos, BT)):
+        o_chunk, _ = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
+        tl.store(h + o_chunk, b_h, mask=m_state)
+        row0 = bos + i_t * BT
+        o_row = row0 + o_t
+        m_t = o_row < eos
+        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        # [BT, BK]
+        b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk)
+        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
+        # [BT, BV] the delta rule's corrections, U - W S
+        b_v_new = load_tile(u, o_row, i_hv, HV, V, o_v, m_tv)
+        b_v_new -= tl.dot(b_w, b_h, input_precision=DOT_PRECISION)
+        tl.store(v_new + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_v_new, mask=m_tv)
+        # [BK]
+        b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
+        # [BT, BK] k_i e^(G_last - G_i)
+        b_k_decayed = b_k * tl.exp(tl.where(m_tk, b_g_last[None, :] - b_g, float('-inf')))
+        b_h *= tl.exp(b_g_last)[:, None]
+        b_h += tl.dot(tl.trans(b_k_decayed), b_v_new, input_precision=DOT_PRECISION)
+    if STORE_FINAL_STATE:
+        tl.store(ht + o_state, b_h, mask=m_state)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_fwd_kernel_o(
+    q, v_new, gk, aqk, h, o, chunk_rows, scale, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+    BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    i_v = tl.program_id(2)
+    i_h = i_hv // (HV // H)
+    o_t = tl.arange(0, BT)
+    o_row = row0 + o_t
+    m_t = o_row < eos
+    o_v, m_v = block_range(i_v, BV, V)
+    m_tv = m_t[:, None] & m_v[None, :]
+
+    # [BT, BV]
+    b_o = tl.zeros([BT, BV], dtype=tl.float32)
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k = block_range(i_k, BK, K)
+        m_tk = m_t[:, None] & m_k[None, :]
+        # [BT, BK]
+        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
+        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
+        # [BK, BV] the state before the chunk
+        b_h = load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
+        b_o += tl.dot(b_q * tl.exp(b_g), b_h, input_precision=DOT_PRECISION)
+    # [BT, BT]
+    b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :])
+    b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv)
+    b_o += tl.dot(b_A, b_v_new, input_precision=DOT_PRECISION)
+    p_o = o + (o_row[:, None] * HV + i_hv) * V + o_v[None, :]
+    tl.store(p_o, (b_o * scale).to(p_o.dtype.element_ty), mask=m_tv)
+
+
+def chunk_blocks(K: int, V: int) -> dict[str, int]:
+    """Key and value blocks of the chunk-parallel kernels: at most 64 wide, at least 16 (the smallest dot operand)."""
+    return {'BK': state_block(K, 64), 'BV': state_block(V, 64)}
+
+
+def state_pass_blocks(K: int, V: int) -> dict[str, int]:
+    """The whole key dimension per program of the state passes, and a value block keeping the state at 8192 values."""
+    BK = state_block(K, 256)
+    return {'BK': BK, 'BV': state_block(V, max(16, 8192 // BK))}
+
+
+def chunk_kda_fwd_log_decay(g: torch.Tensor, layout: ChunkLayout) -> torch.Tensor:
+    """The cumulative log decay from each chunk's start, float32 `[B, T, HV, K]`."""
+    HV, K = g.shape[2], g.shape[3]
+    gk = torch.empty_like(g, dtype=torch.float32)
+    chunk_kda_fwd_kernel_log_decay[layout.grid(HV)](
+        g, gk, layout.chunk_rows, layout.T,
+        HV=HV, K=K, BT=CHUNK_SIZE, BK=state_block(K, 64), IS_VARLEN=layout.cu_seqlens is not None,
+    )
+    return gk
+
+
+def chunk_kda_fwd_intra(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, layout: ChunkLayout,
+    store_inverse: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """W and U of the WY form, the decayed causal scores `Aqk` and, if asked, `M = (I + A)^-1`, all float32; the last
+    two as `[B, T, HV, BT]`, row i of its chunk's matrix at token i."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    w = k.new_empty(B, T, HV, K, dtype=torch.float32)
+    u = torch.empty_like(v, dtype=torch.float32)
+    aqk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32)
+    akk_inv = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32) if store_inverse else None
+    chunk_kda_fwd_kernel_intra[layout.grid(HV)](
+        q, k, v, gk, beta, w, u, aqk, akk_inv, layout.chunk_rows, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, STORE_INVERSE=store_inverse,
+        IS_VARLEN=layout.cu_seqlens is not None, DOT_PRECISION=dot_precision(q.dtype), **chunk_blocks(K, V),
+    )
+    return w, u, aqk, akk_inv
+
+
+def chunk_kda_fwd_h(
+    k: torch.Tensor, w: torch.Tensor, u: torch.Tensor, gk: torch.Tensor, initial_state: torch.Tensor | None,
+    output_final_state: bool, layout: ChunkLayout,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The float32 state before every chunk `[slots, HV, K, V]`, the float32 corrections `U - W S`, the final states."""
+    B, T, H, K = k.shape
+    HV, V = u.shape[2], u.shape[3]
+    blocks = state_pass_blocks(K, V)
+    h = k.new_empty(layout.num_states, HV, K, V, dtype=torch.float32)
+    v_new = torch.empty_like(u)
+    final_state = k.new_empty(layout.N, HV, K, V, dtype=torch.float32) if output_final_state else None
+    chunk_kda_fwd_kernel_h[(layout.N * HV, triton.cdiv(V, blocks['BV']))](
+        k, w, u, gk, v_new, h, initial_state, final_state, layout.cu_seqlens, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, USE_INITIAL_STATE=initial_state is not None,
+        STORE_FINAL_STATE=output_final_state, IS_VARLEN=layout.cu_seqlens is not None,
+        DOT_PRECISION=dot_precision(k.dtype), **blocks,
+    )
+    return h, v_new, final_state
+
+
+def chunk_kda_fwd_o(
+    q: torch.Tensor, v_new: torch.Tensor, gk: torch.Tensor, aqk: torch.Tensor, h: torch.Tensor, scale: float,
+    layout: ChunkLayout,
+) -> torch.Tensor:
+    B, T, H, K = q.shape
+    HV, V = v_new.shape[2], v_new.shape[3]
+    blocks = chunk_blocks(K, V)
+    o = torch.empty_like(v_new, dtype=q.dtype)
+    chunk_kda_fwd_kernel_o[layout.grid(HV, triton.cdiv(V, blocks['BV']))](
+        q, v_new, gk, aqk, h, o, layout.chunk_rows, scale, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
+        DOT_PRECISION=dot_precision(q.dtype), **blocks,
+    )
+    return o
+
+
+def chunk_kda_fwd(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, scale: float,
+    initial_state: torch.Tensor | None, output_final_state: bool, layout: ChunkLayout,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    gk = chunk_kda_fwd_log_decay(g, layout)
+    w, u, aqk, _ = chunk_kda_fwd_intra(q, k, v, gk, beta, layout, store_inverse=False)
+    h, v_new, final_state = chunk_kda_fwd_h(k, w, u, gk, initial_state, output_final_state, layout)
+    return chunk_kda_fwd_o(q, v_new, gk, aqk, h, scale, layout), final_state
