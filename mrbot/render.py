@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parents[1] / 'templates'
+# A checkout or an editable install has them beside the packages; an installed wheel under the environment's prefix.
+TEMPLATES = next((folder for folder in (Path(__file__).resolve().parents[1] / 'templates',
+                                        Path(sys.prefix) / 'share' / 'mrbot' / 'templates') if folder.is_dir()),
+                 Path(__file__).resolve().parents[1] / 'templates')
 
 
 def render(name: str, overrides: Path | None = None, **values: Any) -> str:
