@@ -164,7 +164,9 @@ def test_report_is_one_comment_edited_in_place_and_a_check_run_each_time(bot):
 
 def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
     folder = bot.tmp / 'artifact'
-    code, _, _ = bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    payload = bot.pull_request_payload()
+    payload['pull_request']['head']['repo'] = {'full_name': 'mallory/Hello-World', 'fork': True}
+    code, _, _ = bot.act('pull_request', payload, '--artifact', str(folder))
     assert code == 0 and bot.server.comments_on(bot.number) == [] and bot.server.check_runs == []
     code, _, summary = bot.act('workflow_run', bot.workflow_run_payload(9001, bot.head, [bot.number]),
                                '--artifact', str(folder))
