@@ -160,8 +160,10 @@ def _reply(forge, number: int, comment_id: int, text: str, reaction: str) -> Non
     forge.add_reaction(number, comment_id, reaction)
 
 
-def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str], kind: str) -> dict[str, str]:
-    """Parse and authorize the command in an issue comment; reply; return the step outputs."""
+def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str], kind: str,
+             folder: Path | None) -> dict[str, str]:
+    """Parse and authorize the command in an issue comment; reply; return the step outputs. With `folder`, an
+    accepted command also leaves there, per runner class, the note the poster posts if that job leaves no result."""
     payload = event.payload
     if payload.get('action') != 'created':
         raise Ended(f"issue_comment {payload.get('action')}: only new comments are read as commands")
@@ -209,6 +211,14 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
     _reply(forge, number, comment_id, f"Accepted from @{login}: {command.describe()}, on "
                                       f"{' and '.join(command.runners)} at `{pull.head_sha[:10]}`; "
                                       f"results come back here. [The run]({event.run_url}).\n{accepted}", 'eyes')
+    if folder is not None:
+        for runner in command.runners:
+            note = (f'### mrbot {command.kind} on {runner}\n\n**The job ended without leaving a result** (cancelled, '
+                    f'timed out, or its runner failed before writing one); [the run]({event.run_url}). Comment '
+                    f'`{command.line()}` again to retry.\n')
+            _write_artifact(folder / f'accepted-{runner}', {
+                'schema': 1, 'kind': 'accepted', 'pr': number, 'sha': pull.head_sha, 'run': event.run_id,
+                'purpose': f'{command.kind}-{runner}', 'body': note, 'summary': note, 'check': None})
     matrix = [{'runner': runner, 'labels': config.runners[runner]} for runner in command.runners]
     return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': pull.head_sha,
             'runner': command.runners[0], 'labels': json.dumps(config.runners[command.runners[0]]),
@@ -332,8 +342,8 @@ def read_artifact(folder: Path) -> dict:
     problems = []
     if not isinstance(artifact, dict) or artifact.get('schema') != 1:
         raise MrbotError(f'{path}: expected an mrbot artifact with schema 1')
-    if artifact.get('kind') not in ('report', 'result'):
-        problems.append('kind must be report or result')
+    if artifact.get('kind') not in ('report', 'result', 'accepted'):
+        problems.append('kind must be report, result or accepted')
     if not isinstance(artifact.get('pr'), int) or isinstance(artifact.get('pr'), bool) or artifact['pr'] <= 0:
         problems.append('pr must be a positive number')
     if not isinstance(artifact.get('sha'), str) or not _SHA.fullmatch(artifact['sha']):
@@ -388,15 +398,16 @@ def _validate(forge, event: Event, artifact: dict) -> None:
 
 
 def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str], kind: str) -> list[str]:
-    """Post each artifact in `folder` (itself, or one per subfolder as download-artifact leaves several) that belongs
-    to the triggering run; an error names the ones refused, after the others are posted."""
+    """Post each artifact in `folder` (itself, or in subfolders as download-artifact leaves several) that belongs to
+    the triggering run, and for an accepted job that left no result, its note; an error names the ones refused, after
+    the others are posted."""
     if folder is None:
         raise MrbotError("a workflow_run event posts an artifact: pass --artifact DIR with the triggering run's files")
-    paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.glob(f'*/{ARTIFACT}'))
+    paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
     forge = _connect(kind, event.repository, environ)
-    posted, refused = [], []
+    valid, refused = [], []
     for path in paths:
         try:
             artifact = read_artifact(path.parent)
@@ -404,7 +415,13 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
         except MrbotError as error:
             refused.append(str(error))
             continue
-        if artifact['kind'] == 'result':
+        valid.append(artifact)
+    results = {a['purpose'] for a in valid if a['kind'] == 'result'}
+    posted = []
+    for artifact in valid:
+        if artifact['kind'] == 'accepted' and artifact['purpose'] in results:
+            continue
+        if artifact['kind'] != 'report':
             done = commands.marker('done', run=str(event.payload['workflow_run']['id']))
             artifact = {**artifact, 'body': artifact['body'].rstrip('\n') + '\n' + done + '\n'}
         posted.append(post(forge, event, artifact))
@@ -483,7 +500,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
                 forge = _connect('github', event.repository, environ)
                 print(f'mrbot action: posted {post(forge, event, artifact)}')
         elif event.name == 'issue_comment':
-            outputs = _comment(event, root, config, environ, 'github')
+            outputs = _comment(event, root, config, environ, 'github', folder)
             _write_outputs(event, outputs)
             print(f"mrbot action: command {outputs['command'] or 'refused'}"
                   f"{' authorized' if outputs['authorized'] == 'true' else ''} on #{outputs['pr']}")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 from mrbot import action, commands
 from mrbot.cli import main
 from mrbot.commands import Command
+from mrbot.config import Config
 from mrbot.forges import connect
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub
 
@@ -394,3 +396,28 @@ def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeyp
             '[the run](https://github.example/Codertocat/Hello-World/actions/runs/88).') in body
     for pattern in expected:
         assert re.search(pattern, body), (pattern, body)
+
+
+def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
+    downloaded = bot.tmp / 'downloaded'
+    bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), '--artifact',
+            str(downloaded / 'mrbot-accepted'), run_id=64)
+    assert sorted(p.parent.name for p in downloaded.rglob(action.ARTIFACT)) == ['accepted-blackwell', 'accepted-hopper']
+    # the hopper job finished; the blackwell job was cancelled before it wrote anything
+    (downloaded / 'mrbot-result-hopper').mkdir()
+    body = '### mrbot bench on hopper\n\nall rows same\n'
+    (downloaded / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+        {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '64', 'purpose': 'bench-hopper',
+         'body': body, 'summary': body, 'check': None}))
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(64, bot.base, []), '--artifact', str(downloaded))
+    assert code == 0
+    posted = {body.splitlines()[0]: body for _, body in bot.server.comments_on(bot.number)
+              if body.startswith('<!-- mrbot:bench-')}
+    assert 'all rows same' in posted['<!-- mrbot:bench-hopper -->']
+    assert '**The job ended without leaving a result**' in posted['<!-- mrbot:bench-blackwell -->']
+    assert commands.markers(posted.values(), 'done') == [{'run': '64'}, {'run': '64'}]
+    # nothing is queued any more: even a limit of one queued job lets the next command through
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1)).allowed
+    assert not commands.authorize('bob', 'MEMBER', 'write', bodies[:-2], now, Config(command_queue_limit=1)).allowed
