@@ -1,11 +1,13 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""Time chunk_simple_gla forward and forward+backward on the GPU and compare with the bytes that must move.
+"""Time chunk_simple_gla or chunk_kda forward and forward+backward on the GPU against the bytes that must move.
 
-Usage: python benchmarks/simple_gla.py [--shapes 8x2048x16x128x128 ...] [--modes fwd fwdbwd] [--json FILE]
+Usage: python benchmarks/chunk_ops.py [--op simple_gla|kda] [--shapes 8x2048x16x128x128 ...] [--modes fwd fwdbwd]
+       [--json FILE]
 
 Whichever `fla` is importable is measured (this repository's, or upstream's when its package is first on PYTHONPATH),
-so two implementations can be timed on the same machine in two runs of this script.
+so two implementations can be timed on the same machine in two runs of this script. Both take the same inputs: bf16
+q, k, v, a float32 log decay, and for KDA unit-norm q and k (no in-kernel norm) and a bf16 beta in (0, 1).
 """
 
 from __future__ import annotations
@@ -51,68 +53,91 @@ def copy_bandwidth_gbs() -> float:
     return 2 * src.numel() / ms / 1e6
 
 
-def bytes_moved(B: int, T: int, H: int, K: int, V: int, mode: str, elem: int = 2) -> int:
-    """Each input read once and each output written once: q, k, v, g in, o out; the backward adds do in, grads out."""
-    forward = B * T * H * (2 * K + 2 * V) * elem + B * T * H * 4
+def bytes_moved(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, elem: int = 2) -> int:
+    """Each input read once and each output written once: q, k, v, g (and beta) in, o out; the backward reads them
+    again with do and writes their gradients. Simple GLA's g is one float32 per head, KDA's one per key channel."""
+    gate = 4 * (K if op == 'kda' else 1) + (elem if op == 'kda' else 0)
+    forward = B * T * H * ((2 * K + 2 * V) * elem + gate)
     if mode == 'fwd':
         return forward
-    return 2 * forward + B * T * H * ((2 * K + V) * elem + 4)
+    return 2 * forward + B * T * H * ((2 * K + V) * elem + gate)
 
 
-def make_call(op: Callable, B: int, T: int, H: int, K: int, V: int, mode: str) -> Callable[[], object]:
+def make_call(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, device: str = 'cuda') -> Callable[[], object]:
     """Inputs built once from a fixed seed, and a call that runs the forward or the forward and backward on them."""
     torch.manual_seed(0)
-    q = torch.randn(B, T, H, K, device='cuda', dtype=torch.bfloat16, requires_grad=True)
-    k = torch.randn(B, T, H, K, device='cuda', dtype=torch.bfloat16, requires_grad=True)
-    v = torch.randn(B, T, H, V, device='cuda', dtype=torch.bfloat16, requires_grad=True)
-    g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device='cuda')).requires_grad_()
-    do = torch.randn(B, T, H, V, device='cuda', dtype=torch.bfloat16)
+
+    def leaf(*shape, dtype=torch.bfloat16, transform=None):
+        x = torch.randn(shape, device=device)
+        return (transform(x) if transform is not None else x).to(dtype).requires_grad_()
+
+    do = torch.randn(B, T, H, V, device=device, dtype=torch.bfloat16)
+    if op == 'kda':
+        from fla.ops.kda import chunk_kda
+
+        def unit(x):
+            return torch.nn.functional.normalize(x, dim=-1)
+
+        inputs = (leaf(B, T, H, K, transform=unit), leaf(B, T, H, K, transform=unit), leaf(B, T, H, V),
+                  leaf(B, T, H, K, dtype=torch.float32, transform=torch.nn.functional.logsigmoid),
+                  leaf(B, T, H, transform=torch.sigmoid))
+
+        def run():
+            return chunk_kda(*inputs)
+    else:
+        from fla.ops.simple_gla import chunk_simple_gla
+
+        inputs = (leaf(B, T, H, K), leaf(B, T, H, K), leaf(B, T, H, V),
+                  leaf(B, T, H, dtype=torch.float32, transform=torch.nn.functional.logsigmoid))
+
+        def run():
+            return chunk_simple_gla(*inputs)
 
     def forward():
         with torch.no_grad():
-            return op(q, k, v, g=g)
+            return run()
 
     def forward_backward():
-        o, _ = op(q, k, v, g=g)
-        return torch.autograd.grad(o, (q, k, v, g), do)
+        o, _ = run()
+        return torch.autograd.grad(o, inputs, do)
 
     return forward if mode == 'fwd' else forward_backward
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--op', choices=['simple_gla', 'kda'], default='simple_gla')
     parser.add_argument('--shapes', nargs='+', type=parse_shape, default=[parse_shape(s) for s in DEFAULT_SHAPES])
     parser.add_argument('--modes', nargs='+', choices=['fwd', 'fwdbwd'], default=['fwd', 'fwdbwd'])
     parser.add_argument('--json', help='also write the rows to this file')
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        print('benchmarks/simple_gla.py: no CUDA GPU here; timings need one', file=sys.stderr)
+        print('benchmarks/chunk_ops.py: no CUDA GPU here; timings need one', file=sys.stderr)
         return 2
 
     import fla
-    from fla.ops.simple_gla import chunk_simple_gla
 
     ceiling = copy_bandwidth_gbs()
     print(f'machine: {machine_line()}')
-    print(f'fla: {fla.__file__}')
+    print(f'fla: {fla.__file__}; op: chunk_{args.op}')
     print(f'device-to-device copy: {ceiling:.0f} GB/s')
     print(f'{"shape B,T,H,K,V":>20} {"mode":>6} {"eager ms":>9} {"graph ms":>9} {"floor ms":>9} '
           f'{"GB/s":>6} {"of copy":>7} {"graph GB/s":>10}')
     rows = []
     for B, T, H, K, V in args.shapes:
         for mode in args.modes:
-            fn = make_call(chunk_simple_gla, B, T, H, K, V, mode)
+            fn = make_call(args.op, B, T, H, K, V, mode)
             eager_ms = do_bench(fn, warmup=100, rep=500, return_mode='median')
             # one replay of a captured graph per call: the kernels without host launch overhead
             graph_ms = do_bench_cudagraph(fn, rep=200, return_mode='median')
-            moved = bytes_moved(B, T, H, K, V, mode)
+            moved = bytes_moved(args.op, B, T, H, K, V, mode)
             floor_ms = moved / ceiling / 1e6
             gbs = moved / eager_ms / 1e6
             print(f'{f"{B},{T},{H},{K},{V}":>20} {mode:>6} {eager_ms:9.4f} {graph_ms:9.4f} {floor_ms:9.4f} '
                   f'{gbs:6.0f} {gbs / ceiling:7.0%} {moved / graph_ms / 1e6:10.0f}')
-            rows.append({'shape': {'B': B, 'T': T, 'H': H, 'K': K, 'V': V}, 'dtype': 'bfloat16', 'mode': mode,
-                         'eager_median_ms': eager_ms, 'graph_median_ms': graph_ms, 'floor_ms': floor_ms,
-                         'bytes': moved})
+            rows.append({'op': f'chunk_{args.op}', 'shape': {'B': B, 'T': T, 'H': H, 'K': K, 'V': V},
+                         'dtype': 'bfloat16', 'mode': mode, 'eager_median_ms': eager_ms, 'graph_median_ms': graph_ms,
+                         'floor_ms': floor_ms, 'bytes': moved})
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'machine': machine_line(), 'fla': fla.__file__, 'copy_gbs': ceiling, 'rows': rows}, f, indent=2)
