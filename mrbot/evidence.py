@@ -35,7 +35,8 @@ def conclusion(record: dict) -> dict:
     named."""
     bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
     if not record['ops']:
-        return {'kind': 'neutral', 'text': 'neutral: no kernel change (no benchmarkable op reaches a changed file)',
+        return {'kind': 'neutral', 'text': 'neutral: no benchmarked op changed (none declared in [tool.mrbot.bench] '
+                                           'reaches a changed file)',
                 'regressed': []}
     step = steps.get('bench', {})
     if bench is None:
@@ -97,7 +98,8 @@ def checklist(record: dict) -> list[dict]:
         items.append(('Before/after benchmark on sm_90 or newer, correctness gate green', proven,
                       f"{bench['machine']['gpu']}, gate {bench['gate']['status']}" if bench else 'pending'))
     else:
-        items.append(('No kernel change, so no benchmark is needed', True, 'no benchmarkable op reaches the change'))
+        items.append(('No benchmarked op changed, so no benchmark is needed', True,
+                      'no op declared in [tool.mrbot.bench] reaches the change'))
     breaking = record.get('breaking')
     items.append(('No public signature broken', breaking == [] and steps.get('breaking', {}).get('status') == 'done',
                   f'{len(breaking)} breaking change(s)' if breaking else 'signature diff of base and head'))

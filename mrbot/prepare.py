@@ -167,7 +167,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
     def bench() -> Step:
         ops = record['ops']
         if not ops:
-            return Step('bench', 'skipped', detail='no kernel change')
+            return Step('bench', 'skipped', detail='no benchmarked op changed')
         if args.no_bench:
             return Step('bench', 'skipped', detail='--no-bench', command=pending_bench)
         if not on_gpu:

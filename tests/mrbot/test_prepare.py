@@ -162,10 +162,10 @@ def test_non_kernel_change_is_neutral(prepared):
     assert code == 0
     assert record['change']['title'] == '[Docs] Explain what pkg does'
     assert record['ops'] == [] and record['tests'] is None
-    assert 'Neutral: no kernel change' in _section(body, 'Benchmark / NCU')
+    assert 'Neutral: no benchmarked op changed' in _section(body, 'Benchmark / NCU')
     assert 'Coverage of the touched ops' not in body
     ticks = _ticks(body)
-    assert ticks['No kernel change, so no benchmark is needed']
+    assert ticks['No benchmarked op changed, so no benchmark is needed']
     assert ticks['Dependent tests pass'] is False
 
 
