@@ -40,7 +40,10 @@ PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_fo
 CHECK_NAME = 'mrbot check'
 ANNOTATION_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
 _SHA = re.compile(r'[0-9a-f]{40}')
-_PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+)')
+_PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
+# What each triggering event may leave: a report from `mrbot PR`, results and notes from `mrbot command`.
+KINDS_BY_EVENT = {'pull_request': ('report',), 'issue_comment': ('result', 'accepted')}
+LEVELS = ('notice', 'warning', 'failure')
 
 
 class Ended(Exception):
@@ -103,9 +106,6 @@ def _connect(kind: str, project: str, environ: Mapping[str, str]):
     return forges.connect(kind, project, environ=environ)
 
 
-# The report of a change --------------------------------------------------------------------------------------------
-
-
 def check_report(root: Path, config: Config, base: str, head: str, title: str | None, body: str | None) -> dict:
     """`mrbot check` on base..head as the artifact of a report: comment body, check run and job summary."""
     base = git.merge_base(root, base, head)
@@ -152,12 +152,28 @@ def _pull_request(event: Event, root: Path) -> dict:
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
 
 
-# Commands ----------------------------------------------------------------------------------------------------------
-
-
 def _reply(forge, number: int, comment_id: int, text: str, reaction: str) -> None:
     forge.post_comment(number, text)
-    forge.add_reaction(number, comment_id, reaction)
+    _react(forge, number, comment_id, reaction)
+
+
+def _react(forge, number: int, comment_id: int, reaction: str) -> None:
+    # a reaction is a courtesy: failing to add one must not lose what the reply and outputs carry
+    try:
+        forge.add_reaction(number, comment_id, reaction)
+    except MrbotError as error:
+        print(f'mrbot action: warning: no reaction: {error}', file=sys.stderr)
+
+
+def _bot_bodies(forge, number: int) -> list[str]:
+    """The bodies of the bot's comments on a PR, where its markers live (see `defuse` for why they can be trusted)."""
+    return [note.body for note in forge.comments(number) if note.author_is_bot]
+
+
+def defuse(text: str) -> str:
+    """Text from a PR (titles, findings, results a PR's code wrote) with every HTML comment opener made inert, so that
+    nothing the bot posts on anyone's behalf can carry a marker that `authorize` or the poster would read."""
+    return text.replace('<!--', '&lt;!--')
 
 
 def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str], kind: str,
@@ -194,23 +210,31 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
         _reply(forge, number, comment_id, f'```\n{commands.USAGE}\n```', '+1')
         return {**outputs, 'authorized': 'true', 'command': 'help'}
     now = datetime.datetime.now(datetime.timezone.utc)
-    bot_bodies = [note.body for note in forge.comments(number) if note.author_is_bot]
     decision = commands.authorize(login, str(comment.get('author_association', 'NONE')), forge.permission(login),
-                                  bot_bodies, now, config)
+                                  _bot_bodies(forge, number), now, config, len(command.runners))
     pull = forge.get_pull(number)
     if decision.allowed and pull.state != 'open':
         decision = commands.Decision(False, f'#{number} is {pull.state}')
+    expected = command.args['sha']
+    if decision.allowed and expected and not pull.head_sha.startswith(expected):
+        decision = commands.Decision(False, f'the head of #{number} is now {pull.head_sha[:12]}, not {expected}')
     if not decision.allowed:
         _reply(forge, number, comment_id, f'Not running `{command.line()}`: {decision.reason}.', '-1')
         return outputs
     if command.kind == 'bench' and not command.args['base']:
         command = dataclasses.replace(command, args={**command.args, 'base': pull.base_branch})
     args = command.args
+    try:
+        # what the GPU job will parse again: refuse here what it would refuse there
+        for runner in command.runners:
+            commands.from_json(command.kind, args, runner, load_specs(root), config)
+    except commands.UsageError as error:
+        _reply(forge, number, comment_id, f'@{login} {error}.\n\n```\n{commands.USAGE}\n```', 'confused')
+        return outputs
     accepted = commands.marker('accepted', run=event.run_id, user=login, at=now.isoformat(timespec='seconds'),
                                sha=pull.head_sha, command=command.kind, runners=list(command.runners))
-    _reply(forge, number, comment_id, f"Accepted from @{login}: {command.describe()}, on "
-                                      f"{' and '.join(command.runners)} at `{pull.head_sha[:10]}`; "
-                                      f"results come back here. [The run]({event.run_url}).\n{accepted}", 'eyes')
+    forge.post_comment(number, f"Accepted from @{login}: {command.describe()}, on {' and '.join(command.runners)} at "
+                               f"`{pull.head_sha[:10]}`; results come back here. [The run]({event.run_url}).\n{accepted}")
     if folder is not None:
         for runner in command.runners:
             note = (f'### mrbot {command.kind} on {runner}\n\n**The job ended without leaving a result** (cancelled, '
@@ -219,13 +243,11 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
             _write_artifact(folder / f'accepted-{runner}', {
                 'schema': 1, 'kind': 'accepted', 'pr': number, 'sha': pull.head_sha, 'run': event.run_id,
                 'purpose': f'{command.kind}-{runner}', 'body': note, 'summary': note, 'check': None})
+    _react(forge, number, comment_id, 'eyes')
     matrix = [{'runner': runner, 'labels': config.runners[runner]} for runner in command.runners]
     return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': pull.head_sha,
             'runner': command.runners[0], 'labels': json.dumps(config.runners[command.runners[0]]),
             'args': json.dumps(args, sort_keys=True), 'matrix': json.dumps(matrix), 'pr': str(number)}
-
-
-# The GPU job -------------------------------------------------------------------------------------------------------
 
 
 def _capability() -> str:
@@ -244,9 +266,8 @@ def _bench_result(root: Path, args: dict, base: str) -> tuple[dict, str]:
     argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
-    argv += ['--base', base[:12]]
     record = bench_command.measure(parser.parse_args([*argv, '--base', base, '--rounds', str(args['rounds'])]), root)
-    return record, ' '.join(['mrbot bench', *argv])
+    return record, ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
 def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
@@ -324,9 +345,6 @@ def _exists(root: Path, ref: str) -> bool:
     return True
 
 
-# Posting -----------------------------------------------------------------------------------------------------------
-
-
 def _write_artifact(folder: Path, artifact: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ARTIFACT).write_text(json.dumps(artifact, indent=2) + '\n', encoding='utf-8')
@@ -352,16 +370,33 @@ def read_artifact(folder: Path) -> dict:
         problems.append('purpose must be report, bench-CLASS or test-CLASS')
     if not isinstance(artifact.get('body'), str):
         problems.append('body must be text')
+    if (artifact.get('kind') == 'report') != (artifact.get('purpose') == 'report'):
+        problems.append('a report has purpose report, and only a report does')
+    check = artifact.get('check')
+    if check is not None and not _valid_check(check):
+        problems.append('check must have name, conclusion (success, failure or neutral), title, summary and annotations '
+                        f"each with path, line and a level of {', '.join(LEVELS)}")
     if problems:
         raise MrbotError(f"{path}: not a valid mrbot artifact: {'; '.join(problems)}")
     return artifact
 
 
-def post(forge, event: Event, artifact: dict) -> str:
-    """Put an artifact on the forge: the sticky comment of its purpose, its check run, the job summary."""
+def _valid_check(check: object) -> bool:
+    if not isinstance(check, dict) or not all(isinstance(check.get(key), str) for key in ('name', 'title', 'summary')):
+        return False
+    annotations = check.get('annotations')
+    return check.get('conclusion') in ('success', 'failure', 'neutral') and isinstance(annotations, list) and all(
+        isinstance(a, dict) and isinstance(a.get('path'), str) and isinstance(a.get('line'), int)
+        and a.get('level') in LEVELS and isinstance(a.get('message'), str) for a in annotations)
+
+
+def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
+    """Put an artifact on the forge: the sticky comment of its purpose (its body defused, then the bot's own `marker`
+    line), its check run, the job summary."""
     from mrbot.forges import Annotation
 
-    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], artifact['body'])
+    body = defuse(artifact['body']).rstrip('\n') + '\n' + (marker + '\n' if marker else '')
+    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], body)
     check = artifact.get('check')
     if check:
         annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
@@ -378,6 +413,11 @@ def _validate(forge, event: Event, artifact: dict) -> None:
     if not isinstance(run, dict) or not run.get('id') or not run.get('head_sha'):
         raise Ended('the workflow_run payload lacks workflow_run.id or head_sha')
     pr, sha = artifact['pr'], artifact['sha']
+    allowed = KINDS_BY_EVENT.get(run.get('event'), ())
+    if artifact['kind'] not in allowed:
+        raise MrbotError(f"artifact rejected: a {run.get('event')} run may not leave a {artifact['kind']}")
+    if artifact['kind'] != 'report' and artifact.get('check'):
+        raise MrbotError('artifact rejected: only the report of a pull_request run may publish a check run')
     if artifact['kind'] == 'report':
         listed = [p.get('number') for p in run.get('pull_requests') or [] if isinstance(p, dict)]
         if sha != run['head_sha'] or (listed and pr not in listed):
@@ -386,13 +426,16 @@ def _validate(forge, event: Event, artifact: dict) -> None:
         pull = forge.get_pull(pr)
         if pull.head_sha != sha:
             raise MrbotError(f'artifact rejected: #{pr} has head {pull.head_sha[:12]}, not {sha[:12]}')
+        head_repo = (run.get('head_repository') or {}).get('full_name')
+        if (head_repo and head_repo != pull.head_repo) or (run.get('head_branch') and run['head_branch'] != pull.head_branch):
+            raise MrbotError(f"artifact rejected: #{pr} comes from {pull.head_repo}:{pull.head_branch}, but the run checked "
+                             f"{head_repo}:{run.get('head_branch')}")
         return
     if str(artifact.get('run')) != str(run['id']):
         raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")
     kind, runner = artifact['purpose'].split('-', 1)
-    bot_bodies = [note.body for note in forge.comments(pr) if note.author_is_bot]
     if not any(str(m.get('run')) == str(run['id']) and m.get('sha') == sha and m.get('command') == kind
-               and runner in m.get('runners', []) for m in commands.markers(bot_bodies, 'accepted')):
+               and runner in m.get('runners', []) for m in commands.markers(_bot_bodies(forge, pr), 'accepted')):
         raise MrbotError(f'artifact rejected: no command accepted on #{pr} for run {run["id"]}, {kind} on {runner} '
                          f'at {sha[:12]}')
 
@@ -417,23 +460,15 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
             continue
         valid.append(artifact)
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
-    posted = []
-    for artifact in valid:
-        if artifact['kind'] == 'accepted' and artifact['purpose'] in results:
-            continue
-        if artifact['kind'] != 'report':
-            done = commands.marker('done', run=str(event.payload['workflow_run']['id']))
-            artifact = {**artifact, 'body': artifact['body'].rstrip('\n') + '\n' + done + '\n'}
-        posted.append(post(forge, event, artifact))
+    done = commands.marker('done', run=str(event.payload['workflow_run']['id']))
+    posted = [post(forge, event, artifact, '' if artifact['kind'] == 'report' else done) for artifact in valid
+              if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]
     if refused:
         raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
     return posted
 
 
-# GitLab ------------------------------------------------------------------------------------------------------------
-
-
-def _gitlab(root: Path, config: Config, environ: Mapping[str, str], out: Path | None) -> int:
+def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     missing = [v for v in ('CI_PROJECT_PATH', 'CI_COMMIT_SHA', 'CI_MERGE_REQUEST_IID', 'CI_MERGE_REQUEST_DIFF_BASE_SHA')
                if not environ.get(v)]
     if missing:
@@ -442,10 +477,11 @@ def _gitlab(root: Path, config: Config, environ: Mapping[str, str], out: Path | 
     event = Event('merge_request', {}, environ['CI_PROJECT_PATH'], environ.get('CI_PIPELINE_ID', ''),
                   environ.get('CI_PIPELINE_URL', ''), None, None)
     forge = _connect('gitlab', event.repository, environ)
+    base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
+    config = _base_config(root, base)
     line = environ.get('MRBOT_COMMAND', '')
     if not line:
-        base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
-        report = check_report(root, _base_config(root, base), base, sha,
+        report = check_report(root, config, base, sha,
                               environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
@@ -460,9 +496,15 @@ def _gitlab(root: Path, config: Config, environ: Mapping[str, str], out: Path | 
         return 0
     if command.kind == 'help' or runner not in command.runners:
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
-    permission = forge.permission(user)
-    decision = commands.authorize(user, 'MEMBER' if permission != 'none' else 'NONE', permission,
-                                  [], datetime.datetime.now(datetime.timezone.utc), config)
+    # whoever asked, and whoever ran the job (a person in the UI, or the account of a webhook receiver), must both be allowed
+    for login in dict.fromkeys(filter(None, (user, environ.get('GITLAB_USER_LOGIN')))):
+        permission = forge.permission(login)
+        decision = commands.authorize(login, 'MEMBER' if permission != 'none' else 'NONE', permission,
+                                      [], datetime.datetime.now(datetime.timezone.utc), config)
+        if decision.allowed and command.args['sha'] and not sha.startswith(command.args['sha']):
+            decision = commands.Decision(False, f"the head of !{number} is now {sha[:12]}, not {command.args['sha']}")
+        if not decision.allowed:
+            break
     if not decision.allowed:
         forge.post_comment(number, f'Not running `{command.line()}`: {decision.reason}.')
         return 0
@@ -474,20 +516,18 @@ def _gitlab(root: Path, config: Config, environ: Mapping[str, str], out: Path | 
     return code
 
 
-# Entry -------------------------------------------------------------------------------------------------------------
-
-
 def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> int:
     root = git.repo_root(Path.cwd())
-    config = load_config(root)
     folder = Path(args.artifact) if args.artifact else None
     try:
         if args.step == 'run':
             if not args.out:
                 raise MrbotError('mrbot action run needs --out DIR, where it leaves the result for the poster')
-            return run_job(root, config, environ, Path(args.out))
+            # the settings of the PR's merge base: a PR's own new settings are not this bot's to read yet
+            return run_job(root, _base_config(root, git.default_base(root, Config().target_branches)), environ,
+                           Path(args.out))
         if args.forge == 'gitlab':
-            return _gitlab(root, config, environ, folder)
+            return _gitlab(root, environ, folder)
         event = _github_event(environ)
         if event.name == 'pull_request':
             artifact = _pull_request(event, root)
@@ -500,7 +540,8 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
                 forge = _connect('github', event.repository, environ)
                 print(f'mrbot action: posted {post(forge, event, artifact)}')
         elif event.name == 'issue_comment':
-            outputs = _comment(event, root, config, environ, 'github', folder)
+            # the authorize job runs in a checkout of the default branch, whose settings are the repository's
+            outputs = _comment(event, root, load_config(root), environ, 'github', folder)
             _write_outputs(event, outputs)
             print(f"mrbot action: command {outputs['command'] or 'refused'}"
                   f"{' authorized' if outputs['authorized'] == 'true' else ''} on #{outputs['pr']}")

@@ -22,10 +22,11 @@ from mrbot.bench.specs import OpSpec
 from mrbot.config import Config
 
 USAGE = '''Commands (a comment of one line; members with write access):
-  /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF]
+  /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF] [--sha SHA]
       time the ops (default: the ones the PR touches) on base and head, interleaved, on a GPU runner
-  /test [PATH_OR_NODEID ...] [-k EXPR] [--on CLASS]
+  /test [PATH_OR_NODEID ...] [-k EXPR] [--on CLASS ...] [--sha SHA]
       run tests compiled on a GPU runner (default: the tests the PR's change selects)
+  --sha: run only if the PR head is still this commit (what you reviewed)
   /mrbot help
       this text'''
 MAX_LINE = 300
@@ -37,6 +38,7 @@ _LINE = re.compile(r'[A-Za-z0-9_ .:/\[\]=,"()+-]*')
 _REF = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}')
 _TEST = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]=,+-]+)*')
 _EXPRESSION = re.compile(r'[A-Za-z0-9_ ()\[\].-]{1,120}')
+_SHA = re.compile(r'[0-9a-f]{7,40}')
 _MARKER = re.compile(r'<!-- mrbot:(accepted|done) (\{.*?\}) -->')
 
 
@@ -62,7 +64,7 @@ class Command:
             words += ['--on', *self.runners, '--rounds', str(a['rounds']), *_flag('--base', [a['base']] if a['base'] else [])]
         else:
             words = ['/test', *a['tests'], *_flag('-k', [f'"{a["k"]}"'] if a['k'] else []), '--on', *self.runners]
-        return ' '.join(words)
+        return ' '.join([*words, *_flag('--sha', [a['sha']] if a['sha'] else [])])
 
     def describe(self) -> str:
         """What will run, in one line, for the accepted reply."""
@@ -116,6 +118,13 @@ def _one(values: list[str], flag: str) -> str | None:
     return values[0] if values else None
 
 
+def _expected_sha(values: list[str]) -> str | None:
+    sha = _one(values, '--sha')
+    if sha is not None and not _SHA.fullmatch(sha):
+        raise UsageError(f'--sha {sha}: expected 7 to 40 lowercase hexadecimal digits of a commit')
+    return sha
+
+
 def _runners(values: list[str], config: Config) -> tuple[str, ...]:
     unknown = [v for v in values if v not in config.runners]
     if unknown:
@@ -125,7 +134,7 @@ def _runners(values: list[str], config: Config) -> tuple[str, ...]:
 
 def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
     ops, values = _options(tokens, {'--modes': 'modes', '--shapes': 'shapes', '--on': 'on', '--rounds': 'rounds',
-                                    '--base': 'base'})
+                                    '--base': 'base', '--sha': 'sha'})
     by_name = {spec.name: spec for spec in specs}
     for op in ops:
         if op not in by_name:
@@ -145,19 +154,21 @@ def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
     if base is not None and (not _REF.fullmatch(base) or '..' in base):
         raise UsageError(f'--base {base}: expected a branch, tag or commit name')
     args = {'ops': list(dict.fromkeys(ops)), 'modes': list(dict.fromkeys(values['modes'])),
-            'shapes': list(dict.fromkeys(values['shapes'])), 'rounds': int(rounds), 'base': base}
+            'shapes': list(dict.fromkeys(values['shapes'])), 'rounds': int(rounds), 'base': base,
+            'sha': _expected_sha(values['sha'])}
     return Command('bench', args, _runners(values['on'], config))
 
 
 def _test(tokens: list[str], config: Config) -> Command:
-    tests, values = _options(tokens, {'-k': 'k', '--on': 'on'})
+    tests, values = _options(tokens, {'-k': 'k', '--on': 'on', '--sha': 'sha'})
     for test in tests:
         if not _TEST.fullmatch(test) or '..' in test.split('::')[0].split('/'):
             raise UsageError(f'{test!r}: expected a test file, folder or node id inside the repository')
     expression = ' '.join(values['k']) or None
     if expression is not None and not _EXPRESSION.fullmatch(expression):
         raise UsageError('-k: expected a pytest keyword expression of letters, digits, _, -, ., spaces and parentheses')
-    return Command('test', {'tests': list(dict.fromkeys(tests)), 'k': expression}, _runners(values['on'], config))
+    return Command('test', {'tests': list(dict.fromkeys(tests)), 'k': expression, 'sha': _expected_sha(values['sha'])},
+                   _runners(values['on'], config))
 
 
 def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
@@ -190,7 +201,7 @@ def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
 def from_json(kind: str, args: object, runner: str, specs: list[OpSpec], config: Config) -> Command:
     """The command an authorize step handed on (its `command` and `args` outputs), checked again by the same grammar,
     for one runner class."""
-    keys = {'bench': {'ops', 'modes', 'shapes', 'rounds', 'base'}, 'test': {'tests', 'k'}}.get(kind)
+    keys = {'bench': {'ops', 'modes', 'shapes', 'rounds', 'base', 'sha'}, 'test': {'tests', 'k', 'sha'}}.get(kind)
     if keys is None or not isinstance(args, dict) or set(args) != keys:
         raise UsageError(f'expected bench or test with the arguments {sorted(keys or [])}, got {kind!r} with {args!r}')
     try:
@@ -229,11 +240,12 @@ def _age_s(at: str, now: datetime.datetime) -> float:
 
 
 def authorize(user: str, association: str, permission: str, bot_bodies: list[str], now: datetime.datetime,
-              config: Config) -> Decision:
-    """May `user` (with this author association and repository permission) start a GPU job on this PR now?
+              config: Config, jobs: int = 1) -> Decision:
+    """May `user` (with this author association and repository permission) start `jobs` GPU jobs on this PR now?
 
     `bot_bodies` are the bodies of the bot's own comments on the PR; their markers give the user's last accepted job
-    (cooldown) and the jobs accepted but not yet done (queue).
+    (cooldown) and the jobs accepted but not yet done (queue), one per runner class. A marker dated in the future is
+    not one the bot wrote, and is ignored.
     """
     if association not in ASSOCIATIONS:
         return Decision(False, f'@{user} is not a member or collaborator of this repository ({association.lower()})')
@@ -241,16 +253,16 @@ def authorize(user: str, association: str, permission: str, bot_bodies: list[str
         return Decision(False, f'@{user} has {permission} permission; commands need write access')
     if config.command_users and user not in config.command_users:
         return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
-    accepted = markers(bot_bodies, 'accepted')
+    accepted = [m for m in markers(bot_bodies, 'accepted') if _age_s(m.get('at'), now) >= 0]
     done = {str(m.get('run')) for m in markers(bot_bodies, 'done')}
     mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user]
     if mine and min(mine) < config.command_cooldown_s:
         wait = int(config.command_cooldown_s - min(mine)) + 1
         return Decision(False, f'@{user} started a job {int(min(mine))} s ago; try again in {wait} s')
-    queued = [m for m in accepted if str(m.get('run')) not in done
-              and _age_s(m.get('at'), now) < config.command_job_hours * 3600]
-    if len(queued) >= config.command_queue_limit:
-        return Decision(False, f'this PR already has {len(queued)} GPU jobs queued (the limit is '
+    queued = sum(len(m.get('runners') or [None]) for m in accepted if str(m.get('run')) not in done
+                 and _age_s(m.get('at'), now) < config.command_job_hours * 3600)
+    if queued + jobs > config.command_queue_limit:
+        return Decision(False, f'this PR has {queued} GPU jobs queued and this asks for {jobs} more (the limit is '
                                f'{config.command_queue_limit}); wait for their results')
     return Decision(True)
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -138,6 +139,11 @@ def _convert(name: str, value: Any, default: Any) -> Any:
         if not (isinstance(value, dict) and value and all(
                 isinstance(v, list) and v and all(isinstance(label, str) for label in v) for v in value.values())):
             raise MrbotError(f'{where}: expected a table of class = ["self-hosted", "sm90", ...], got {value!r}')
+        # a class names the sticky comment of its results, so it keeps to the characters such names allow
+        bad = [runner for runner in value if not re.fullmatch(r'[a-z0-9]+(-[a-z0-9]+)*', runner)]
+        if bad:
+            raise MrbotError(f'{where}: class {bad[0]!r}: expected lowercase letters, digits and single dashes, '
+                             'e.g. hopper or gb200-nvl')
         return {runner: list(labels) for runner, labels in value.items()}
     if name == 'overrides':
         if not isinstance(value, list):

@@ -109,13 +109,21 @@ class Bot:
         comment['user'].update(login=login, type=user_type)
         return payload
 
-    def workflow_run_payload(self, run_id: int, head_sha: str, pulls: list[int]) -> dict:
+    def workflow_run_payload(self, run_id: int, head_sha: str, pulls: list[int], event: str = 'pull_request',
+                             head_repo: str = PROJECT) -> dict:
+        """The `workflow_run` of a finished `mrbot PR` run (`event` pull_request) or `mrbot command` run (issue_comment,
+        whose head is the default branch)."""
         payload = _payload('workflow_run.completed.with-pull-requests.payload.json')
         run = payload['workflow_run']
-        run.update(id=run_id, head_sha=head_sha)
+        run.update(id=run_id, head_sha=head_sha, event=event, head_branch='topic' if event == 'pull_request' else 'main',
+                   head_repository={'full_name': head_repo})
         template = run['pull_requests'][0]
         run['pull_requests'] = [{**copy.deepcopy(template), 'number': n} for n in pulls]
         return payload
+
+    def command_run(self, run_id: int) -> dict:
+        """The `workflow_run` of a finished `mrbot command` run: triggered by a comment, so on the default branch."""
+        return self.workflow_run_payload(run_id, self.base, [], 'issue_comment')
 
     def act(self, event: str, payload: dict, *argv: str, run_id: int = 7000) -> tuple[int, dict[str, str], str]:
         """Run `mrbot action` as a workflow step would; returns the exit code, the step outputs and the job summary."""
@@ -165,12 +173,16 @@ def test_report_is_one_comment_edited_in_place_and_a_check_run_each_time(bot):
 
 
 def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
+    fork = 'mallory/Hello-World'
+    bot.number = bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
+    bot.server.branches[f'{fork}:topic'] = bot.head
     folder = bot.tmp / 'artifact'
     payload = bot.pull_request_payload()
-    payload['pull_request']['head']['repo'] = {'full_name': 'mallory/Hello-World', 'fork': True}
+    payload['pull_request']['head']['repo'] = {'full_name': fork, 'fork': True}
     code, _, _ = bot.act('pull_request', payload, '--artifact', str(folder))
     assert code == 0 and bot.server.comments_on(bot.number) == [] and bot.server.check_runs == []
-    code, _, summary = bot.act('workflow_run', bot.workflow_run_payload(9001, bot.head, [bot.number]),
+    # GitHub lists no pull request in the workflow_run of a fork's run
+    code, _, summary = bot.act('workflow_run', bot.workflow_run_payload(9001, bot.head, [], head_repo=fork),
                                '--artifact', str(folder))
     assert code == 0 and len(bot.server.comments_on(bot.number)) == 1 and len(bot.server.check_runs) == 1
     assert 'HDR001' in summary
@@ -197,7 +209,7 @@ def test_a_member_command_is_accepted_at_the_current_head(bot):
     assert outputs['authorized'] == 'true' and outputs['command'] == 'bench' and outputs['sha'] == bot.head
     assert outputs['runner'] == 'hopper' and json.loads(outputs['labels']) == ['self-hosted', 'linux', 'x64', 'gpu', 'sm90']
     assert json.loads(outputs['args']) == {'ops': ['scale'], 'modes': ['fwd'], 'shapes': [], 'rounds': 10,
-                                           'base': 'main'}
+                                           'base': 'main', 'sha': None}
     assert json.loads(outputs['matrix']) == [{'runner': 'hopper', 'labels': json.loads(outputs['labels'])}]
     reply = bot.server.comments_on(bot.number)[-1][1]
     assert reply.startswith(f'Accepted from @alice: mrbot bench on scale --modes fwd, 10 rounds, against main, on hopper '
@@ -270,7 +282,7 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_USER': 'alice', 'GITHUB_RUN_ID': '4242',
                         'MRBOT_ARGS': json.dumps({'ops': ['scale'], 'modes': [], 'shapes': [], 'rounds': 10,
-                                                  'base': 'main'})}.items():
+                                                  'base': 'main', 'sha': None})}.items():
         monkeypatch.setenv(name, value)
     # this machine has no GPU: the job refuses to pretend it is a hopper runner, and says so in its result
     assert main(['action', 'run', '--out', str(folder)]) == 1
@@ -280,8 +292,8 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     forged = bot.tmp / 'forged'
     forged.mkdir()
     (forged / action.ARTIFACT).write_text(json.dumps({**artifact, 'run': '4243'}))
-    assert bot.act('workflow_run', bot.workflow_run_payload(4243, bot.base, []), '--artifact', str(forged))[0] == 2
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(4242, bot.base, []), '--artifact', str(folder))
+    assert bot.act('workflow_run', bot.command_run(4243), '--artifact', str(forged))[0] == 2
+    code, _, _ = bot.act('workflow_run', bot.command_run(4242), '--artifact', str(folder))
     assert code == 0
     posted = bot.server.comments_on(bot.number)[-1][1]
     assert '### mrbot bench on hopper' in posted and commands.markers([posted], 'done') == [{'run': '4242'}]
@@ -289,7 +301,7 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
 
 def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
     for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
-                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None})}.items():
+                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None, 'sha': None})}.items():
         monkeypatch.setenv(name, value)
     folder = bot.tmp / 'result'
     assert main(['action', 'run', '--out', str(folder)]) == 1
@@ -320,7 +332,7 @@ def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_
     (stranger / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
                                                         'run': '31', 'purpose': 'test-ampere', 'body': 'all green',
                                                         'check': None}))
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(31, bot.base, []), '--artifact', str(downloaded))
+    code, _, _ = bot.act('workflow_run', bot.command_run(31), '--artifact', str(downloaded))
     assert code == 2
     posted = [body for _, body in bot.server.comments_on(bot.number) if body.startswith('<!-- mrbot:test-')]
     assert [body.splitlines()[1] for body in posted] == ['### mrbot test on blackwell', '### mrbot test on hopper']
@@ -373,11 +385,11 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [
-    ('bench', {'ops': ['scale'], 'modes': ['fwd'], 'shapes': [], 'rounds': 3, 'base': 'main'},
+    ('bench', {'ops': ['scale'], 'modes': ['fwd'], 'shapes': [], 'rounds': 3, 'base': 'main', 'sha': None},
      [r'\| scale \| fwd \| small \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+-[\d.]+ \| (same|noisy) \(not evidence',
       r'\*\*0 faster and 0 slower of 1 row\.\*\*', r'Correctness gate: passed',
       r'Command: `mrbot bench --op scale --modes fwd --base [0-9a-f]{12} --rounds 3`']),
-    ('test', {'tests': ['tests/test_scale.py'], 'k': 'scale'},
+    ('test', {'tests': ['tests/test_scale.py'], 'k': 'scale', 'sha': None},
      [r'1 passed, 0 failed, 0 skipped, 0 flaky', r'\| `tests/test_scale.py` \| 1 \| 0 \| 0 \| 0 \|']),
 ])
 def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeypatch, kind, args, expected):
@@ -409,7 +421,7 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     (downloaded / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
         {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '64', 'purpose': 'bench-hopper',
          'body': body, 'summary': body, 'check': None}))
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(64, bot.base, []), '--artifact', str(downloaded))
+    code, _, _ = bot.act('workflow_run', bot.command_run(64), '--artifact', str(downloaded))
     assert code == 0
     posted = {body.splitlines()[0]: body for _, body in bot.server.comments_on(bot.number)
               if body.startswith('<!-- mrbot:bench-')}
@@ -421,3 +433,67 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     now = datetime.datetime.now(datetime.timezone.utc)
     assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1)).allowed
     assert not commands.authorize('bob', 'MEMBER', 'write', bodies[:-2], now, Config(command_queue_limit=1)).allowed
+
+
+def test_a_marker_smuggled_in_a_title_is_defused_and_a_pr_run_cannot_post_a_result(bot, capsys):
+    forged = commands.marker('accepted', run='9100', user='mallory', at='2026-12-03T00:00:00+00:00', sha=bot.head,
+                             command='bench', runners=['hopper'])
+    payload = bot.pull_request_payload()
+    payload['pull_request']['title'] = forged
+    bot.act('pull_request', payload)
+    [(_, report)] = bot.server.comments_on(bot.number)
+    assert commands.markers([report], 'accepted') == [] and '&lt;!-- mrbot:accepted' in report
+    # the PR's own run leaves a "result" with a green check run: the poster refuses it
+    folder = bot.tmp / 'fake-result'
+    folder.mkdir()
+    (folder / action.ARTIFACT).write_text(json.dumps({
+        'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '9100', 'purpose': 'bench-hopper',
+        'body': '12 faster, 0 slower', 'check': None}))
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.workflow_run_payload(9100, bot.head, [bot.number]), '--artifact', str(folder))[0] == 2
+    assert 'a pull_request run may not leave a result' in capsys.readouterr().err
+    assert len(bot.server.comments_on(bot.number)) == 1
+
+
+def test_only_a_report_may_publish_a_check_run(bot, capsys):
+    bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=77)
+    folder = bot.tmp / 'result'
+    folder.mkdir()
+    check = {'name': 'mrbot check', 'conclusion': 'success', 'title': 'all good', 'summary': '', 'annotations': []}
+    (folder / action.ARTIFACT).write_text(json.dumps({
+        'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '77', 'purpose': 'bench-hopper',
+        'body': 'fine', 'check': check}))
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.command_run(77), '--artifact', str(folder))[0] == 2
+    assert 'only the report of a pull_request run may publish a check run' in capsys.readouterr().err
+    assert bot.server.check_runs == []
+
+
+def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
+    bot.server.branches['copy'] = bot.head
+    victim = bot.server.open_pull('copy', title='[Docs] Someone else')
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim}))
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.workflow_run_payload(9003, bot.head, []), '--artifact', str(folder))[0] == 2
+    assert f'#{victim} comes from {PROJECT}:copy, but the run checked {PROJECT}:topic' in capsys.readouterr().err
+    assert bot.server.comments_on(victim) == []
+
+
+def test_a_command_pinned_to_a_sha_is_refused_once_the_head_moved(bot):
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.base[:9]}'))
+    assert outputs['authorized'] == 'false'
+    assert f'the head of #{bot.number} is now {bot.head[:12]}, not {bot.base[:9]}' in bot.server.comments_on(bot.number)[-1][1]
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head[:9]}', login='olivia',
+                                                                 association='OWNER'))
+    assert outputs['authorized'] == 'true' and outputs['sha'] == bot.head
+
+
+def test_a_pr_that_adds_a_setting_still_gets_its_report(bot):
+    bot.head = bot.repo.commit({'pyproject.toml': PYPROJECT.replace('[tool.mrbot]\n', '[tool.mrbot]\nnew-setting = 1\n')},
+                               '[Ops] A setting from the future')
+    bot.server.branches['topic'] = bot.head
+    code, outputs, _ = bot.act('pull_request', bot.pull_request_payload('synchronize'))
+    assert code == 0 and outputs['pr'] == str(bot.number) and len(bot.server.comments_on(bot.number)) == 1

@@ -25,20 +25,21 @@ def test_bench_is_normalized_and_its_line_parses_back():
                     '--rounds 12 --base main', SPECS, CONFIG)
     assert command.kind == 'bench' and command.runners == ('blackwell', 'hopper')
     assert command.args == {'ops': ['chunk_simple_gla'], 'modes': ['fwd'], 'shapes': ['varlen-T8192'], 'rounds': 12,
-                            'base': 'main'}
+                            'base': 'main', 'sha': None}
     assert parse(command.line(), SPECS, CONFIG) == command
 
 
 def test_defaults_are_the_touched_ops_ten_rounds_and_the_first_runner_class():
     command = parse('/bench', SPECS, CONFIG)
-    assert command.args == {'ops': [], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None}
+    assert command.args == {'ops': [], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None, 'sha': None}
     assert command.runners == ('hopper',) and 'the ops the PR touches' in command.describe()
 
 
 def test_test_command_keeps_node_ids_and_a_quoted_expression():
-    command = parse('/test tests/ops/test_kda.py::test_varlen[T65-bf16] -k "chunk and not fused" --on hopper',
+    command = parse('/test tests/ops/test_kda.py::test_varlen[T65-bf16] -k "chunk and not fused" --on hopper --sha 1a2b3c4',
                     SPECS, CONFIG)
-    assert command.args == {'tests': ['tests/ops/test_kda.py::test_varlen[T65-bf16]'], 'k': 'chunk and not fused'}
+    assert command.args == {'tests': ['tests/ops/test_kda.py::test_varlen[T65-bf16]'], 'k': 'chunk and not fused',
+                            'sha': '1a2b3c4'}
     assert from_json('test', command.args, 'hopper', SPECS, CONFIG) == command
 
 
@@ -66,6 +67,7 @@ def test_help_and_crlf_line_endings():
     ('/test /etc/passwd', "'/etc/passwd': expected a test file"),
     ('/test -k', '-k needs a value'),
     ('/test --rounds 3', "unknown option '--rounds'"),
+    ('/test --sha HEAD', '--sha HEAD: expected 7 to 40 lowercase hexadecimal digits of a commit'),
     ('/mrbot run', "unknown command '/mrbot run'; expected '/mrbot help'"),
     ('/bench "unclosed', 'cannot split the command'),
 ])
@@ -77,8 +79,8 @@ def test_anything_else_is_a_usage_error_naming_what_is_wrong(text, message):
 
 def test_arguments_handed_on_are_checked_again():
     with pytest.raises(UsageError, match=r"the character '\$' is not allowed"):
-        from_json('bench', {'ops': ['x$(id)'], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None}, 'hopper', SPECS,
-                  CONFIG)
+        from_json('bench', {'ops': ['x$(id)'], 'modes': [], 'shapes': [], 'rounds': 10, 'base': None, 'sha': None},
+                  'hopper', SPECS, CONFIG)
     with pytest.raises(UsageError, match='expected bench or test'):
         from_json('bench', {'ops': []}, 'hopper', SPECS, CONFIG)
 
@@ -117,7 +119,8 @@ def test_cooldown_counts_from_the_users_last_accepted_job():
 def test_queue_limit_counts_accepted_jobs_without_a_result():
     bodies = [_accepted('alice', 30, '101'), _accepted('bob', 20, '102')]
     decision = authorize('carol', 'MEMBER', 'write', bodies, NOW, CONFIG)
-    assert not decision.allowed and 'already has 2 GPU jobs queued (the limit is 2)' in decision.reason
+    assert not decision.allowed
+    assert 'this PR has 2 GPU jobs queued and this asks for 1 more (the limit is 2)' in decision.reason
     done = bodies + ['### mrbot bench on hopper\n' + marker('done', run='101')]
     assert authorize('carol', 'MEMBER', 'write', done, NOW, CONFIG).allowed
     # a job accepted long ago whose result never came no longer blocks the PR
@@ -139,3 +142,21 @@ def test_runner_classes_are_configurable_and_checked(tmp_path):
     (tmp_path / 'pyproject.toml').write_text('[tool.mrbot]\ncheck-drafts = "yes"\n')
     with pytest.raises(MrbotError, match='check-drafts: expected true or false'):
         load_config(tmp_path)
+
+
+def test_queue_counts_one_job_per_runner_class_and_ignores_markers_from_the_future():
+    both = 'Accepted.\n' + marker('accepted', run='7', user='alice', at=(NOW - datetime.timedelta(hours=1)).isoformat(),
+                                   sha='a' * 40, command='bench', runners=['hopper', 'blackwell'])
+    decision = authorize('bob', 'MEMBER', 'write', [both], NOW, CONFIG)
+    assert not decision.allowed and 'this PR has 2 GPU jobs queued' in decision.reason
+    assert not authorize('bob', 'MEMBER', 'write', [], NOW, CONFIG, jobs=3).allowed
+    forged = marker('accepted', run='8', user='bob', at='2099-01-01T00:00:00+00:00', sha='a' * 40, command='bench',
+                    runners=['hopper', 'hopper'])
+    assert authorize('bob', 'MEMBER', 'write', [forged], NOW, CONFIG).allowed
+
+
+def test_runner_class_names_are_checked():
+    with pytest.raises(MrbotError, match="class 'H100_sxm': expected lowercase letters, digits and single dashes"):
+        from mrbot.config import parse_config
+
+        parse_config('[tool.mrbot.runners]\nH100_sxm = ["sm90"]\n', 'pyproject.toml')

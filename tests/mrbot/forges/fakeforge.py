@@ -297,7 +297,9 @@ class FakeGitHub(FakeForge):
         """The commit a pull request's head branch points at, in this repository or in its fork."""
         if pull['head_repo'] == self.project:
             return self.branches[pull['head']]
-        return sha(f"{pull['head_repo']}:{pull['head']}")
+        # a fork's branch points where a test set `branches['owner/name:branch']`, else at a commit of its own
+        fork_branch = f"{pull['head_repo']}:{pull['head']}"
+        return self.branches.get(fork_branch, sha(fork_branch))
 
     def _head_label(self, pull: dict[str, Any]) -> str:
         return f"{pull['head_repo'].split('/')[0]}:{pull['head']}"
