@@ -34,10 +34,9 @@ def conclusion(record: dict) -> dict:
     """improvement / neutral / trade-off / regression / pending / gate-failed / not-evidence, with every regressed row
     named."""
     bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
-    if not record['ops']:
-        return {'kind': 'neutral', 'text': 'neutral: no benchmarked op changed (none declared in [tool.mrbot.bench] '
-                                           'reaches a changed file)',
-                'regressed': []}
+    if not record.get('bench_ops'):
+        return {'kind': 'neutral', 'text': "neutral: no benchmarked op's code changed (none declared in "
+                                           '[tool.mrbot.bench] reaches a changed source file)', 'regressed': []}
     step = steps.get('bench', {})
     if bench is None:
         why = step.get('detail') or 'not run'
@@ -92,14 +91,15 @@ def checklist(record: dict) -> list[dict]:
         missing = [f"{c['op']}: {', '.join(c['missing'])}" for c in coverage if c['missing']]
         items.append(('Tests exercise every coverage axis of the touched ops', bool(coverage) and not missing,
                       '; '.join(missing) if missing else ('coverage matrix' if coverage else 'tests not run')))
-        bench = record.get('bench')
+    bench = record.get('bench')
+    if record.get('bench_ops'):
         proven = (bench is not None and bench['machine'].get('class') in EVIDENCE_CLASSES
                   and bench['gate']['status'] == 'passed')
         items.append(('Before/after benchmark on sm_90 or newer, correctness gate green', proven,
                       f"{bench['machine']['gpu']}, gate {bench['gate']['status']}" if bench else 'pending'))
     else:
-        items.append(('No benchmarked op changed, so no benchmark is needed', True,
-                      'no op declared in [tool.mrbot.bench] reaches the change'))
+        items.append(("No benchmarked op's code changed, so no benchmark is needed", True,
+                      'no op declared in [tool.mrbot.bench] reaches a changed source file'))
     breaking = record.get('breaking')
     items.append(('No public signature broken', breaking == [] and steps.get('breaking', {}).get('status') == 'done',
                   f'{len(breaking)} breaking change(s)' if breaking else 'signature diff of base and head'))

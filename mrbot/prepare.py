@@ -111,7 +111,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
     on_gpu = device.startswith('compiled')
     record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec='seconds'), 'device': device, 'change': _change_json(change, config, root), 'check': None,
-        'selection': None, 'tests': None, 'ops': [], 'coverage': [], 'bench': None, 'breaking': None}
+        'selection': None, 'tests': None, 'ops': [], 'bench_ops': [], 'coverage': [], 'bench': None, 'breaking': None}
     found: dict = {'selection': None, 'test_run': None, 'callables': {}}
     pending_bench = ''
 
@@ -129,8 +129,10 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         specs = load_specs(root)
         touched = touched_ops(root, specs, changed)
         record['ops'] = [spec.name for spec in touched]
+        # a change to an op's tests alone changes what they prove, not its speed: only changed code is timed
+        record['bench_ops'] = [spec.name for spec in touched_ops(root, specs, changed, gates=False)]
         found['callables'] = {spec.name: spec.callable for spec in touched}
-        pending_bench = f"mrbot bench --op {' '.join(record['ops'])} --base {base[:12]}"
+        pending_bench = f"mrbot bench --op {' '.join(record['bench_ops'])} --base {base[:12]}"
         return Step('select', 'done', detail=f"{len(selection.tests)} test files; touched ops: "
                                              f"{', '.join(record['ops']) or 'none'}")
 
@@ -165,9 +167,9 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         return Step('breaking', 'done', detail=f'{len(changes)} breaking changes' if changes else 'none')
 
     def bench() -> Step:
-        ops = record['ops']
+        ops = record['bench_ops']
         if not ops:
-            return Step('bench', 'skipped', detail='no benchmarked op changed')
+            return Step('bench', 'skipped', detail="no benchmarked op's code changed")
         if args.no_bench:
             return Step('bench', 'skipped', detail='--no-bench', command=pending_bench)
         if not on_gpu:

@@ -61,9 +61,9 @@ def _choose_ops(args: argparse.Namespace, root: Path, specs: list[OpSpec], base:
     if args.from_diff:
         if base is None:
             raise MrbotError('--from-diff needs --base REF to know the change')
-        touched = touched_ops(root, specs, git.changed_paths(root, base, None))
+        touched = touched_ops(root, specs, git.changed_paths(root, base, None), gates=False)
         if not touched:
-            raise MrbotError('--from-diff: the change touches no benchmarkable op; nothing to time')
+            raise MrbotError("--from-diff: the change touches no benchmarkable op's code; nothing to time")
         return touched
     return specs
 

@@ -152,8 +152,9 @@ def evaluate(expression: str, dims: dict[str, int]) -> float:
         raise MrbotError(f'expression {expression!r}: {exc} at {dims}') from None
 
 
-def touched_ops(root: Path, specs: list[OpSpec], changed: list[str]) -> list[OpSpec]:
-    """The ops a change of the `changed` paths (repository-relative) can alter, or whose gate test it changes.
+def touched_ops(root: Path, specs: list[OpSpec], changed: list[str], gates: bool = True) -> list[OpSpec]:
+    """The ops a change of the `changed` paths (repository-relative) can alter, or, with `gates`, whose gate test it
+    changes (which alters what their tests prove, but not their speed).
 
     An op's implementation is the file that defines its function, found through the re-exports of the callable's
     module, and everything that file reaches in the import graph of `mrbot.selection`, except the package
@@ -168,7 +169,8 @@ def touched_ops(root: Path, specs: list[OpSpec], changed: list[str]) -> list[OpS
     # a deleted module affects its importers, a data file the modules configured to read it
     affected = {seed for path in changed for seed in change_seeds(path, index, graph, config)}
     by_module = {module_name(path): path for path in index}
-    return [spec for spec in specs if spec.gate in changed or affected & _implementation(graph, index, by_module, spec)]
+    return [spec for spec in specs if (gates and spec.gate in changed)
+            or affected & _implementation(graph, index, by_module, spec)]
 
 
 def _implementation(graph: Graph, index: dict[str, dict], by_module: dict[str, str], spec: OpSpec) -> set[str]:

@@ -162,10 +162,10 @@ def test_non_kernel_change_is_neutral(prepared):
     assert code == 0
     assert record['change']['title'] == '[Docs] Explain what pkg does'
     assert record['ops'] == [] and record['tests'] is None
-    assert 'Neutral: no benchmarked op changed' in _section(body, 'Benchmark / NCU')
+    assert "Neutral: no benchmarked op's code changed" in _section(body, 'Benchmark / NCU')
     assert 'Coverage of the touched ops' not in body
     ticks = _ticks(body)
-    assert ticks['No benchmarked op changed, so no benchmark is needed']
+    assert ticks["No benchmarked op's code changed, so no benchmark is needed"]
     assert ticks['Dependent tests pass'] is False
 
 
@@ -222,3 +222,11 @@ def test_a_measured_benchmark_fills_its_section(prepared, repo, tmp_path_factory
     assert sorted(mode for mode, _ in rows) == ['fwd', 'fwdbwd'] and {v for _, v in rows} <= {'same', 'noisy'}
     assert 'Correctness gate: passed' in bench and 'Nsight Compute: not collected' in bench
     assert '**Conclusion: no speed claim: timed under the Triton interpreter, not on a GPU.**' in bench
+
+
+def test_a_test_only_change_shows_coverage_but_times_nothing(prepared):
+    code, body, record = prepared({'tests/test_scale.py': TEST + STATE_TEST}, '[Scale] Test the carried state')
+    assert code == 0 and record['ops'] == ['scale'] and record['bench_ops'] == []
+    assert '| final state | covered (1 test) |' in _section(body, 'Test plan')
+    assert "Neutral: no benchmarked op's code changed" in _section(body, 'Benchmark / NCU')
+    assert _ticks(body)["No benchmarked op's code changed, so no benchmark is needed"]

@@ -433,3 +433,10 @@ def test_ops_declared_in_pyproject_are_touched_by_a_change_of_their_code(repo):
     repo.commit({**LIBRARY, 'pyproject.toml': _op().replace('pkg.mod:fn', 'fla.ops.a:chunk_a')})
     specs = load_specs(repo.root)
     assert [s.name for s in touched_ops(repo.root, specs, ['fla/ops/a/chunk.py'])] == ['op']
+
+
+def test_a_change_to_an_ops_tests_alone_does_not_touch_its_code(repo):
+    repo.commit(LIBRARY)
+    assert [s.name for s in touched_ops(repo.root, SPECS, ['tests/ops/test_a.py'], gates=False)] == []
+    assert [s.name for s in touched_ops(repo.root, SPECS, ['tests/ops/test_a.py', 'fla/ops/a/fused.py'], gates=False)] == [
+        'fused_a']
