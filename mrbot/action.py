@@ -284,8 +284,9 @@ def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
     return {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
 
 
-def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path) -> int:
-    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`."""
+def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, run_url: str | None = None) -> int:
+    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`; `run_url` links
+    the run (default: the GitHub Actions run of the environment)."""
     missing = [v for v in ('MRBOT_COMMAND', 'MRBOT_ARGS', 'MRBOT_SHA', 'MRBOT_RUNNER', 'MRBOT_PR') if not environ.get(v)]
     if missing:
         raise MrbotError(f"{', '.join(missing)} not set: mrbot action run takes the outputs of the authorize step")
@@ -302,7 +303,8 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path) -
     result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
               'requested_by': environ.get('MRBOT_USER', 'a maintainer'), 'error': '', 'bench': None, 'tests': None,
               'bench_command': '',
-              'run_url': f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"}
+              'run_url': run_url or f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/"
+                                    f"{environ.get('GITHUB_RUN_ID', '')}"}
     code = 0
     try:
         head = git.resolve(root, 'HEAD')
@@ -497,10 +499,11 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     if command.kind == 'help' or runner not in command.runners:
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
     # whoever asked, and whoever ran the job (a person in the UI, or the account of a webhook receiver), must both be allowed
+    now, bot_bodies = datetime.datetime.now(datetime.timezone.utc), _bot_bodies(forge, number)
     for login in dict.fromkeys(filter(None, (user, environ.get('GITLAB_USER_LOGIN')))):
         permission = forge.permission(login)
-        decision = commands.authorize(login, 'MEMBER' if permission != 'none' else 'NONE', permission,
-                                      [], datetime.datetime.now(datetime.timezone.utc), config)
+        decision = commands.authorize(login, 'MEMBER' if permission != 'none' else 'NONE', permission, bot_bodies, now,
+                                      config)
         if decision.allowed and command.args['sha'] and not sha.startswith(command.args['sha']):
             decision = commands.Decision(False, f"the head of !{number} is now {sha[:12]}, not {command.args['sha']}")
         if not decision.allowed:
@@ -508,11 +511,16 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     if not decision.allowed:
         forge.post_comment(number, f'Not running `{command.line()}`: {decision.reason}.')
         return 0
+    # the same markers as on GitHub, so that the cooldown and the queue hold across pipelines
+    forge.post_comment(number, f'Accepted from @{user}: {command.describe()}, on {runner} at `{sha[:10]}`; '
+                               f'[the pipeline]({event.run_url}).\n' + commands.marker(
+                                   'accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'),
+                                   sha=sha, command=command.kind, runners=[runner]))
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
-            'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': environ.get('CI_PIPELINE_ID', '')}
+            'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'
-    code = run_job(root, config, jobs, folder)
-    post(forge, event, read_artifact(folder))
+    code = run_job(root, config, jobs, folder, event.run_url)
+    post(forge, event, read_artifact(folder), commands.marker('done', run=event.run_id))
     return code
 
 

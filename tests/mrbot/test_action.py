@@ -341,7 +341,7 @@ def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_
 @pytest.fixture
 def lab(repo, monkeypatch):
     """The same change as a GitLab merge request, with the pipeline's predefined variables."""
-    from tests.mrbot.forges.fakeforge import BOT_TOKEN, FakeGitLab
+    from tests.mrbot.forges.fakeforge import PROJECT_TOKEN, FakeGitLab
 
     base = repo.commit({'pyproject.toml': PYPROJECT, 'pkg/__init__.py': HEADER}, '[Ops] Base')
     repo.git('checkout', '-q', '-b', 'topic')
@@ -352,10 +352,11 @@ def lab(repo, monkeypatch):
         server.members['alice'] = 30
         monkeypatch.chdir(repo.root)
         monkeypatch.setattr(action, '_connect', lambda kind, project, environ: connect(
-            kind, project, url=server.url, token=BOT_TOKEN, environ={}, backoff=BACKOFF))
+            kind, project, url=server.url, token=PROJECT_TOKEN, environ={}, backoff=BACKOFF))
         for name, value in {'CI_PROJECT_PATH': server.project, 'CI_COMMIT_SHA': head, 'CI_MERGE_REQUEST_IID': str(iid),
                             'CI_MERGE_REQUEST_DIFF_BASE_SHA': base, 'CI_MERGE_REQUEST_TITLE': '[Ops] Add shift',
-                            'CI_MERGE_REQUEST_DESCRIPTION': BODY, 'CI_PIPELINE_ID': '77'}.items():
+                            'CI_MERGE_REQUEST_DESCRIPTION': BODY, 'CI_PIPELINE_ID': '77',
+                            'CI_PIPELINE_URL': 'https://gitlab.example/lab/kernels/fla/-/pipelines/77'}.items():
             monkeypatch.setenv(name, value)
         yield server, iid, head
 
@@ -381,7 +382,14 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'alice')
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
-    assert 'this runner has no GPU, but class hopper needs sm_90' in server.notes_on(iid)[-1][1]
+    accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
+    assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted')
+    assert 'this runner has no GPU, but class hopper needs sm_90' in result
+    assert '[the run](https://gitlab.example/lab/kernels/fla/-/pipelines/77)' in result
+    assert commands.markers([result], 'done') == [{'run': '77'}]
+    # a second request within the cooldown is refused, as on GitHub
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [

@@ -32,6 +32,8 @@ BOT_TOKEN = 'bot-token'
 # GitHub Actions' GITHUB_TOKEN: it may write, but not read /user; its comments are by a Bot.
 ACTIONS_TOKEN = 'actions-token'
 READ_ONLY_TOKEN = 'read-only-token'
+# A GitLab project access token: its notes are by the project's bot user.
+PROJECT_TOKEN = 'project-token'
 GITHUB_WEB = 'https://github.example'
 GITLAB_WEB = 'https://gitlab.example'
 _DRAFT = re.compile(r'\s*(?:\[draft\]|\(draft\)|draft:)', re.IGNORECASE)
@@ -476,6 +478,7 @@ class FakeGitLab(FakeForge):
         super().__init__(project, {
             BOT_TOKEN: Account('mrbot-dev', 1),
             READ_ONLY_TOKEN: Account('reader', 3, writes=False),
+            PROJECT_TOKEN: Account('project_7_bot', 4),
         })
         self.merge_requests: dict[int, dict[str, Any]] = {}
         self.notes: dict[int, dict[str, Any]] = {}
