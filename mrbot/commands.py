@@ -96,17 +96,18 @@ def is_command(text: str | None) -> bool:
 
 def _options(tokens: list[str], flags: dict[str, str]) -> tuple[list[str], dict[str, list[str]]]:
     """Split tokens into positionals and the values of each flag (`flags` maps a flag to its argument name)."""
-    positional, values, current = [], {name: [] for name in flags.values()}, None
+    positional, values, current, given = [], {name: [] for name in flags.values()}, None, []
     for token in tokens:
         if token.startswith('-'):
             if token not in flags:
                 raise UsageError(f"unknown option {token!r}; expected one of {', '.join(sorted(flags))}")
             current = flags[token]
+            given.append(token)
         elif current is None:
             positional.append(token)
         else:
             values[current].append(token)
-    empty = [flag for flag, name in flags.items() if current is not None and name == current and not values[name]]
+    empty = [flag for flag in given if not values[flags[flag]]]
     if empty:
         raise UsageError(f'{empty[0]} needs a value')
     return positional, values

@@ -160,3 +160,8 @@ def test_runner_class_names_are_checked():
         from mrbot.config import parse_config
 
         parse_config('[tool.mrbot.runners]\nH100_sxm = ["sm90"]\n', 'pyproject.toml')
+
+
+def test_a_flag_without_values_is_an_error_wherever_it_stands():
+    with pytest.raises(UsageError, match='^--modes needs a value$'):
+        parse('/bench --modes --shapes B8-T2048', SPECS, CONFIG)
