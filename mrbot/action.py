@@ -28,6 +28,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.check import evaluate
 from mrbot.config import Config, load_config, parse_config
+from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, connect
 from mrbot.output import format_report, summary
 from mrbot.records import CheckReport, MrbotError, TestRun
 from mrbot.render import render
@@ -38,12 +39,12 @@ from mrbot.testing import device_label, execute, shell_command, test_targets
 ARTIFACT = 'mrbot-artifact.json'
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
 CHECK_NAME = 'mrbot check'
-ANNOTATION_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
+# A finding's severity as a check-run annotation level.
+SEVERITY_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
 _SHA = re.compile(r'[0-9a-f]{40}')
 _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
 # What each triggering event may leave: a report from `mrbot PR`, results and notes from `mrbot command`.
 KINDS_BY_EVENT = {'pull_request': ('report',), 'issue_comment': ('result', 'accepted')}
-LEVELS = ('notice', 'warning', 'failure')
 
 
 class Ended(Exception):
@@ -101,9 +102,7 @@ def _write_summary(event: Event, text: str) -> None:
 
 
 def _connect(kind: str, project: str, environ: Mapping[str, str]):
-    from mrbot import forges
-
-    return forges.connect(kind, project, environ=environ)
+    return connect(kind, project, environ=environ)
 
 
 def check_report(root: Path, config: Config, base: str, head: str, title: str | None, body: str | None) -> dict:
@@ -113,11 +112,11 @@ def check_report(root: Path, config: Config, base: str, head: str, title: str | 
     rules = all_rules()
     report: CheckReport = evaluate(change, config, rules)
     markdown = format_report(report, 'markdown', rules)
-    annotations = [{'path': f.path, 'line': f.line, 'level': ANNOTATION_LEVELS[f.severity],
+    annotations = [{'path': f.path, 'line': f.line, 'level': SEVERITY_LEVELS[f.severity],
                     'message': f.message + (f' Fix: {f.hint}' if f.hint else ''), 'title': f.rule}
                    for f in report.findings if f.path and f.line]
     errors = sum(f.severity == 'error' for f in report.findings)
-    return {'body': markdown, 'summary': markdown, 'errors': errors, 'findings': len(report.findings),
+    return {'body': markdown, 'errors': errors, 'findings': len(report.findings),
             'check': {'name': CHECK_NAME, 'conclusion': 'failure' if errors else 'success', 'title': summary(report),
                       'summary': markdown, 'annotations': annotations}}
 
@@ -150,6 +149,23 @@ def _pull_request(event: Event, root: Path) -> dict:
         raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
     report = check_report(root, config, base, head, pull.get('title'), pull.get('body') or '')
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
+
+
+def _usage(user: str, error: commands.UsageError) -> str:
+    return f'@{user} {error}.\n\n```\n{commands.USAGE}\n```'
+
+
+def _refusal(command: commands.Command, decision: commands.Decision) -> str:
+    return f'Not running `{command.line()}`: {decision.reason}.'
+
+
+def _acceptance(user: str, command: commands.Command, runners: tuple[str, ...], sha: str, event: Event,
+                now: datetime.datetime) -> str:
+    """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count."""
+    marker = commands.marker('accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
+                             command=command.kind, runners=list(runners))
+    return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
+            f'back here. [The run]({event.run_url}).\n{marker}')
 
 
 def _reply(forge, number: int, comment_id: int, text: str, reaction: str) -> None:
@@ -201,10 +217,11 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = _connect(kind, event.repository, environ)
+    specs = load_specs(root)
     try:
-        command = commands.parse(text, load_specs(root), config)
+        command = commands.parse(text, specs, config)
     except commands.UsageError as error:
-        _reply(forge, number, comment_id, f'@{login} {error}.\n\n```\n{commands.USAGE}\n```', 'confused')
+        _reply(forge, number, comment_id, _usage(login, error), 'confused')
         return outputs
     if command.kind == 'help':
         _reply(forge, number, comment_id, f'```\n{commands.USAGE}\n```', '+1')
@@ -215,11 +232,10 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
     pull = forge.get_pull(number)
     if decision.allowed and pull.state != 'open':
         decision = commands.Decision(False, f'#{number} is {pull.state}')
-    expected = command.args['sha']
-    if decision.allowed and expected and not pull.head_sha.startswith(expected):
-        decision = commands.Decision(False, f'the head of #{number} is now {pull.head_sha[:12]}, not {expected}')
+    if decision.allowed:
+        decision = commands.head_moved(command, pull.head_sha, f'#{number}')
     if not decision.allowed:
-        _reply(forge, number, comment_id, f'Not running `{command.line()}`: {decision.reason}.', '-1')
+        _reply(forge, number, comment_id, _refusal(command, decision), '-1')
         return outputs
     if command.kind == 'bench' and not command.args['base']:
         command = dataclasses.replace(command, args={**command.args, 'base': pull.base_branch})
@@ -227,14 +243,11 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
     try:
         # what the GPU job will parse again: refuse here what it would refuse there
         for runner in command.runners:
-            commands.from_json(command.kind, args, runner, load_specs(root), config)
+            commands.from_json(command.kind, args, runner, specs, config)
     except commands.UsageError as error:
-        _reply(forge, number, comment_id, f'@{login} {error}.\n\n```\n{commands.USAGE}\n```', 'confused')
+        _reply(forge, number, comment_id, _usage(login, error), 'confused')
         return outputs
-    accepted = commands.marker('accepted', run=event.run_id, user=login, at=now.isoformat(timespec='seconds'),
-                               sha=pull.head_sha, command=command.kind, runners=list(command.runners))
-    forge.post_comment(number, f"Accepted from @{login}: {command.describe()}, on {' and '.join(command.runners)} at "
-                               f"`{pull.head_sha[:10]}`; results come back here. [The run]({event.run_url}).\n{accepted}")
+    forge.post_comment(number, _acceptance(login, command, command.runners, pull.head_sha, event, now))
     if folder is not None:
         for runner in command.runners:
             note = (f'### mrbot {command.kind} on {runner}\n\n**The job ended without leaving a result** (cancelled, '
@@ -242,7 +255,7 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
                     f'`{command.line()}` again to retry.\n')
             _write_artifact(folder / f'accepted-{runner}', {
                 'schema': 1, 'kind': 'accepted', 'pr': number, 'sha': pull.head_sha, 'run': event.run_id,
-                'purpose': f'{command.kind}-{runner}', 'body': note, 'summary': note, 'check': None})
+                'purpose': f'{command.kind}-{runner}', 'body': note, 'check': None})
     _react(forge, number, comment_id, 'eyes')
     matrix = [{'runner': runner, 'labels': config.runners[runner]} for runner in command.runners]
     return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': pull.head_sha,
@@ -261,12 +274,11 @@ def _capability() -> str:
 
 def _bench_result(root: Path, args: dict, base: str) -> tuple[dict, str]:
     """The paired bench record of a `/bench` command, and the command line that reproduces it (rounds aside)."""
-    parser = argparse.ArgumentParser()
-    bench_command.add_arguments(parser)
     argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
-    record = bench_command.measure(parser.parse_args([*argv, '--base', base, '--rounds', str(args['rounds'])]), root)
+    record = bench_command.measure(bench_command.arguments([*argv, '--base', base, '--rounds', str(args['rounds'])]),
+                                   root)
     return record, ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
@@ -316,14 +328,9 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
             raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
                              "fix the runner's labels")
         base_ref = command.args.get('base')
-        if base_ref:
-            base = next((git.resolve(root, ref) for ref in (f'origin/{base_ref}', base_ref) if _exists(root, ref)), None)
-            if base is None:
-                raise MrbotError(f'base {base_ref} is not in this checkout: check out with fetch-depth: 0')
-            base = git.merge_base(root, base, head)
-        else:
-            base = git.default_base(root, config.target_branches)
-        result['base'] = base
+        # the merge base with the first of these that the checkout has (fetch-depth: 0 gives it all)
+        result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
+                                                 else config.target_branches)
         if command.kind == 'bench':
             result['bench'], result['bench_command'] = _bench_result(root, command.args, base)
         else:
@@ -332,19 +339,11 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         result['error'], code = str(error), 1
     body = render('command_result.md.j2', root / config.templates if config.templates else None, r=result)
     _write_artifact(out, {'schema': 1, 'kind': 'result', 'pr': pr, 'sha': sha, 'run': environ.get('GITHUB_RUN_ID', ''),
-                          'purpose': f'{command.kind}-{runner}', 'body': body, 'summary': body, 'check': None})
+                          'purpose': f'{command.kind}-{runner}', 'body': body, 'check': None})
     print(body, end='')
     if result['error']:
         print(f"mrbot action run: error: {result['error']}", file=sys.stderr)
     return code
-
-
-def _exists(root: Path, ref: str) -> bool:
-    try:
-        git.resolve(root, ref)
-    except MrbotError:
-        return False
-    return True
 
 
 def _write_artifact(folder: Path, artifact: dict) -> None:
@@ -376,8 +375,8 @@ def read_artifact(folder: Path) -> dict:
         problems.append('a report has purpose report, and only a report does')
     check = artifact.get('check')
     if check is not None and not _valid_check(check):
-        problems.append('check must have name, conclusion (success, failure or neutral), title, summary and annotations '
-                        f"each with path, line and a level of {', '.join(LEVELS)}")
+        problems.append(f"check must have name, conclusion ({', '.join(CONCLUSIONS)}), title, summary and annotations "
+                        f"each with path, line and a level of {', '.join(ANNOTATION_LEVELS)}")
     if problems:
         raise MrbotError(f"{path}: not a valid mrbot artifact: {'; '.join(problems)}")
     return artifact
@@ -387,16 +386,14 @@ def _valid_check(check: object) -> bool:
     if not isinstance(check, dict) or not all(isinstance(check.get(key), str) for key in ('name', 'title', 'summary')):
         return False
     annotations = check.get('annotations')
-    return check.get('conclusion') in ('success', 'failure', 'neutral') and isinstance(annotations, list) and all(
+    return check.get('conclusion') in CONCLUSIONS and isinstance(annotations, list) and all(
         isinstance(a, dict) and isinstance(a.get('path'), str) and isinstance(a.get('line'), int)
-        and a.get('level') in LEVELS and isinstance(a.get('message'), str) for a in annotations)
+        and a.get('level') in ANNOTATION_LEVELS and isinstance(a.get('message'), str) for a in annotations)
 
 
 def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
     """Put an artifact on the forge: the sticky comment of its purpose (its body defused, then the bot's own `marker`
-    line), its check run, the job summary."""
-    from mrbot.forges import Annotation
-
+    line), its check run, the job summary (the body as posted)."""
     body = defuse(artifact['body']).rstrip('\n') + '\n' + (marker + '\n' if marker else '')
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], body)
     check = artifact.get('check')
@@ -405,7 +402,7 @@ def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
                        for a in check['annotations']]
         forge.publish_check(artifact['sha'], check['name'], check['conclusion'], check['title'], check['summary'],
                             annotations)
-    _write_summary(event, artifact.get('summary') or artifact['body'])
+    _write_summary(event, body)
     return comment.url
 
 
@@ -494,7 +491,7 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     try:
         command = commands.parse(line, load_specs(root), config)
     except commands.UsageError as error:
-        forge.post_comment(number, f'@{user} {error}.\n\n```\n{commands.USAGE}\n```')
+        forge.post_comment(number, _usage(user, error))
         return 0
     if command.kind == 'help' or runner not in command.runners:
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
@@ -504,18 +501,15 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
         permission = forge.permission(login)
         decision = commands.authorize(login, 'MEMBER' if permission != 'none' else 'NONE', permission, bot_bodies, now,
                                       config)
-        if decision.allowed and command.args['sha'] and not sha.startswith(command.args['sha']):
-            decision = commands.Decision(False, f"the head of !{number} is now {sha[:12]}, not {command.args['sha']}")
         if not decision.allowed:
             break
+    if decision.allowed:
+        decision = commands.head_moved(command, sha, f'!{number}')
     if not decision.allowed:
-        forge.post_comment(number, f'Not running `{command.line()}`: {decision.reason}.')
+        forge.post_comment(number, _refusal(command, decision))
         return 0
     # the same markers as on GitHub, so that the cooldown and the queue hold across pipelines
-    forge.post_comment(number, f'Accepted from @{user}: {command.describe()}, on {runner} at `{sha[:10]}`; '
-                               f'[the pipeline]({event.run_url}).\n' + commands.marker(
-                                   'accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'),
-                                   sha=sha, command=command.kind, runners=[runner]))
+    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now))
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'

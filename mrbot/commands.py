@@ -88,6 +88,14 @@ def _flag(flag: str, values: list[str]) -> list[str]:
     return [flag, *values] if values else []
 
 
+def head_moved(command: Command, head_sha: str, where: str) -> Decision:
+    """Refuse a command pinned with `--sha` once the head of `where` (a PR or MR) is another commit."""
+    pinned = command.args.get('sha')
+    if pinned and not head_sha.startswith(pinned):
+        return Decision(False, f'the head of {where} is now {head_sha[:12]}, not {pinned}')
+    return Decision(True)
+
+
 def is_command(text: str | None) -> bool:
     """Whether a comment is addressed to mrbot at all (everything else is left alone, silently)."""
     first = (text or '').lstrip().split('\n', 1)[0].strip()

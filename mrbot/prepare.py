@@ -178,9 +178,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         test_run = found['test_run']
         if test_run is not None and not test_run.ok:
             return Step('bench', 'skipped', detail='the dependent tests failed', command=pending_bench)
-        parser = argparse.ArgumentParser()
-        bench_command.add_arguments(parser)
-        bench_args = parser.parse_args(['--op', *ops, '--base', base, '--rounds', str(args.bench_rounds)])
+        bench_args = bench_command.arguments(['--op', *ops, '--base', base, '--rounds', str(args.bench_rounds)])
         record['bench'] = bench_command.measure(bench_args, root, list(test_run.files) if test_run else [])
         print(bench_command.format_table(record['bench']), end='', file=sys.stderr)
         return Step('bench', 'failed' if record['bench']['gate']['status'] == 'failed' else 'done',

@@ -372,6 +372,13 @@ def run(args: argparse.Namespace) -> int:
     return _bench(args)
 
 
+def arguments(argv: list[str]) -> argparse.Namespace:
+    """The options of `mrbot bench ARGV`, for callers that run `measure` themselves (prepare, the GPU job)."""
+    parser = argparse.ArgumentParser(prog='mrbot bench')
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('action', nargs='*', help='`compare BASE.json HEAD.json` to compare two single-ref runs')
     parser.add_argument('--list', action='store_true', help='list the benchmarkable ops and their shapes')

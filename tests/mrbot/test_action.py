@@ -326,7 +326,7 @@ def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_
         body = f'### mrbot test on {runner}\n\nall green\n'
         (folder / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
                                                           'run': '31', 'purpose': f'test-{runner}', 'body': body,
-                                                          'summary': body, 'check': None}))
+                                                          'check': None}))
     stranger = downloaded / 'mrbot-result-ampere'
     stranger.mkdir()
     (stranger / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
@@ -428,7 +428,7 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     body = '### mrbot bench on hopper\n\nall rows same\n'
     (downloaded / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
         {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '64', 'purpose': 'bench-hopper',
-         'body': body, 'summary': body, 'check': None}))
+         'body': body, 'check': None}))
     code, _, _ = bot.act('workflow_run', bot.command_run(64), '--artifact', str(downloaded))
     assert code == 0
     posted = {body.splitlines()[0]: body for _, body in bot.server.comments_on(bot.number)
