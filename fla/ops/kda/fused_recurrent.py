@@ -307,59 +307,7 @@ def fused_recurrent_kda(
     r"""Kimi Delta Attention token by token: $S_t = (I - \beta_t k_t k_t^\top)\,\mathrm{diag}(e^{g_t}) S_{t-1}
     + \beta_t k_t v_t^\top$, $o_t = s\, S_t^\top q_t$; for decoding and as a second reference.
 
-    Args:
-        q (torch.Tensor):
-            Queries of shape `[B, T, H, K]`, K at most 256.
-        k (torch.Tensor):
-            Keys of shape `[B, T, H, K]`.
-        v (torch.Tensor):
-            Values of shape `[B, T, HV, V]`; HV a multiple of H, value head `i` reads query and key head `i // (HV // H)`.
-        g (torch.Tensor):
-            Log-space decay per value head, step and key channel, of shape `[B, T, HV, K]`; with `use_gate_in_kernel`
-            the raw gate the decay is computed from.
-        beta (torch.Tensor):
-            Delta-rule step size per value head and step, of shape `[B, T, HV]`; with `use_beta_sigmoid_in_kernel`
-            the logits of it.
-        scale (float, Optional):
-            Query scale.
-            Default: `K ** -0.5`.
-        initial_state (torch.Tensor, Optional):
-            State before the first token of each sequence, of shape `[N, HV, K, V]`.
-            Default: `None` (zeros).
-        output_final_state (bool, Optional):
-            Whether to return the state after the last token of each sequence.
-            Default: `False`.
-        use_qk_l2norm_in_kernel (bool, Optional):
-            Whether to scale q and k to unit L2 norm over K first.
-            Default: `False`.
-        use_gate_in_kernel (bool, Optional):
-            Whether `g` is a raw gate: the log decay is then `-exp(A_log) * softplus(g + dt_bias)`.
-            Default: `False`.
-        A_log (torch.Tensor, Optional):
-            Log decay rate per value head, of shape `[HV]`; required with `use_gate_in_kernel`, else `None`.
-            Default: `None`.
-        dt_bias (torch.Tensor, Optional):
-            Gate bias of shape `[HV * K]`, only with `use_gate_in_kernel`.
-            Default: `None`.
-        safe_gate (bool, Optional):
-            Whether the log decay is `lower_bound * sigmoid(exp(A_log) * (g + dt_bias))` instead, which stays in
-            `[lower_bound, 0]`; needs `use_gate_in_kernel`.
-            Default: `False`.
-        lower_bound (float, Optional):
-            Lowest log decay per step with `safe_gate`, in `[-5, 0)`; only with `safe_gate`.
-            Default: `None`.
-        use_beta_sigmoid_in_kernel (bool, Optional):
-            Whether to take `sigmoid(beta)` as the step size.
-            Default: `False`.
-        cu_seqlens (torch.Tensor, Optional):
-            Cumulative lengths `[N + 1]` (int32 or int64) of sequences packed along T; then `B == 1`.
-            Default: `None`.
-
-    Returns:
-        o (torch.Tensor):
-            Outputs of shape `[B, T, HV, V]` in the dtype of `v`.
-        final_state (torch.Tensor):
-            Float32 states of shape `[N, HV, K, V]`, or `None` unless `output_final_state` is `True`.
+    Arguments and results are those of `fla.ops.kda.chunk_kda`, grouped value heads (HV > H) included.
     """
     return run_kda(_fused_recurrent_kda_core, q, k, v, g, beta, scale, initial_state, output_final_state,
                    use_qk_l2norm_in_kernel, use_gate_in_kernel, A_log, dt_bias, safe_gate, lower_bound,
