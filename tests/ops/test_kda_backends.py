@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from fla.ops.backends import DISABLE_ENV_VAR, dispatch
+from fla.ops.kda import chunk_kda
 from fla.ops.kda.backends import TorchChunkedBackend, registry
 from fla.ops.kda.naive import naive_recurrent_kda
 from fla.utils import assert_close, device
@@ -101,10 +102,12 @@ def test_torch_chunked_without_final_state_returns_none():
 
 def test_torch_chunked_needs_no_triton_interpreter_on_the_cpu(monkeypatch):
     """The backend is what a CPU without the interpreter runs; only the Triton ops need it there."""
-    import fla.ops.kda.inputs
+    import fla.ops.common.validation
 
-    monkeypatch.setattr(fla.ops.kda.inputs, 'IS_TRITON_INTERPRETER', False)
+    monkeypatch.setattr(fla.ops.common.validation, 'IS_TRITON_INTERPRETER', False)
     args = _arguments(T=20, on='cpu')
+    with pytest.raises(ValueError, match='^q: tensors are on the CPU, where Triton kernels run only with TRITON_INTERPRET=1'):
+        chunk_kda(**args)
     o, _ = TorchChunkedBackend().chunk_kda(**args)
     assert_close('o', naive_recurrent_kda(**args)[0], o, TOLERANCE[torch.float32]['o'])
 

@@ -40,9 +40,23 @@ def check_attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) ->
         raise ValueError(f'q, k, v: expected one dtype, got {q.dtype}, {k.dtype}, {v.dtype}')
     if len({q.device, k.device, v.device}) != 1:
         raise ValueError(f'q, k, v: expected one device, got {q.device}, {k.device}, {v.device}')
+    check_kernel_device(q)
+    return B, T, H, K, V
+
+
+def check_kernel_device(q: torch.Tensor) -> None:
+    """Triton kernels run on a GPU, or on the CPU under the interpreter, which must be on before fla is imported."""
     if q.device.type == 'cpu' and not IS_TRITON_INTERPRETER:
         raise ValueError('q: tensors are on the CPU, where Triton kernels run only with TRITON_INTERPRET=1 set before import')
-    return B, T, H, K, V
+
+
+def check_scale(scale: float | None, K: int) -> float:
+    """The query scale to use: `K ** -0.5` for None, else the given number."""
+    if scale is None:
+        return K ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise ValueError(f'scale: expected a float or None, got {type(scale).__name__}')
+    return float(scale)
 
 
 def check_tensor_shape(

@@ -10,27 +10,14 @@ core recurrence.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from fla.ops.common.validation import check_cu_seqlens, check_tensor_shape
-from fla.utils import IS_TRITON_INTERPRETER
+from fla.ops.common.validation import check_cu_seqlens, check_kernel_device, check_scale, check_tensor_shape
 
 L2NORM_EPS = 1e-6
 LOWEST_LOWER_BOUND = -5.0
-
-
-@dataclass(frozen=True)
-class KDAShape:
-    B: int
-    T: int
-    H: int
-    HV: int
-    K: int
-    V: int
-    N: int
 
 
 def _tensor(name: str, tensor: object, layout: str) -> torch.Tensor:
@@ -46,8 +33,8 @@ def check_kda_inputs(
     initial_state: torch.Tensor | None, use_gate_in_kernel: bool, A_log: torch.Tensor | None,
     dt_bias: torch.Tensor | None, safe_gate: bool, lower_bound: float | None, cu_seqlens: torch.Tensor | None,
     triton: bool = True,
-) -> tuple[KDAShape, float]:
-    """Check every argument of a KDA call before any launch; return the sizes and the scale to use. `triton` says
+) -> float:
+    """Check every argument of a KDA call before any launch; return the scale to use. `triton` says
     the call runs Triton kernels, which on the CPU need the interpreter."""
     for name, tensor, layout in (('q', q, '[B, T, H, K]'), ('k', k, '[B, T, H, K]'), ('v', v, '[B, T, HV, V]')):
         if _tensor(name, tensor, layout).dim() != 4:
@@ -62,8 +49,8 @@ def check_kda_inputs(
         raise ValueError(f'v: expected a multiple of H={H} value heads (grouped value attention), got HV={HV}')
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f'q, k, v: expected one dtype, got {q.dtype}, {k.dtype}, {v.dtype}')
-    if triton and q.device.type == 'cpu' and not IS_TRITON_INTERPRETER:
-        raise ValueError('q: tensors are on the CPU, where Triton kernels run only with TRITON_INTERPRET=1 set before import')
+    if triton:
+        check_kernel_device(q)
     if K > 256:
         raise ValueError(f'q: expected a head size K of at most 256, got {K}')
     check_tensor_shape('g', _tensor('g', g, '[B, T, HV, K]'), (B, T, HV, K), '[B, T, HV, K]', q.device)
@@ -85,11 +72,7 @@ def check_kda_inputs(
             raise ValueError(f'lower_bound: expected a number in [-5, 0) with safe_gate=True, got {lower_bound!r}')
     elif lower_bound is not None:
         raise ValueError('lower_bound: only used with safe_gate=True')
-    if scale is None:
-        scale = K ** -0.5
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise ValueError(f'scale: expected a float or None, got {type(scale).__name__}')
-    return KDAShape(B, T, H, HV, K, V, N), float(scale)
+    return check_scale(scale, K)
 
 
 def kda_gate(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None, safe_gate: bool,
@@ -125,7 +108,7 @@ def run_kda(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """A public KDA op: check the arguments, run the prologue, then `core(q, k, v, g, beta, scale, initial_state,
     output_final_state, cu_seqlens)` on the core recurrence's inputs; `triton` is False for a PyTorch core."""
-    _, scale = check_kda_inputs(q, k, v, g, beta, scale, initial_state, use_gate_in_kernel, A_log, dt_bias, safe_gate,
+    scale = check_kda_inputs(q, k, v, g, beta, scale, initial_state, use_gate_in_kernel, A_log, dt_bias, safe_gate,
                                 lower_bound, cu_seqlens, triton)
     q, k, g, beta = prologue(q, k, g, beta, use_qk_l2norm_in_kernel, use_gate_in_kernel, A_log, dt_bias, safe_gate,
                              lower_bound, use_beta_sigmoid_in_kernel)

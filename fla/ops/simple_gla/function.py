@@ -17,7 +17,7 @@ import torch
 import triton
 
 from fla.ops.common.launch import reduce_partials
-from fla.ops.common.validation import check_attention_inputs, check_cu_seqlens, check_tensor_shape
+from fla.ops.common.validation import check_attention_inputs, check_cu_seqlens, check_scale, check_tensor_shape
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,5 @@ def simple_gla(
     check_tensor_shape('g', g, (B, T, H), '[B, T, H]', q.device)
     N = check_cu_seqlens(cu_seqlens, B, T, q.device)
     check_tensor_shape('initial_state', initial_state, (N, H, K, V), '[N, H, K, V]', q.device)
-    if scale is None:
-        scale = K ** -0.5
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise ValueError(f'scale: expected a float or None, got {type(scale).__name__}')
-    return SimpleGLAFunction.apply(kernels, q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens)
+    return SimpleGLAFunction.apply(kernels, q, k, v, g, check_scale(scale, K), initial_state, output_final_state,
+                                   cu_seqlens)
