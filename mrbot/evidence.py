@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from mrbot.testing import plural
+
 SCHEMA = 1
 # Hardware classes whose numbers can back a performance claim (docs: sm_90 is the baseline, sm_100 preferred).
 EVIDENCE_CLASSES = ('sm_90 baseline', 'sm_100 preferred')
@@ -81,8 +83,7 @@ def checklist(record: dict) -> list[dict]:
         ('`mrbot check` reports no errors on the change', checked and not errors,
          f"{len(errors)} rule(s) with errors" if errors else 'mrbot check'),
         ('Dependent tests pass', bool(tests) and steps['tests']['status'] == 'done',
-         f"{sum(f['passed'] for f in tests['files'])} passed in {len(tests['files'])} "
-         f"file{'' if len(tests['files']) == 1 else 's'}, {tests['device']}"
+         f"{sum(f['passed'] for f in tests['files'])} passed in {plural(len(tests['files']), 'file')}, {tests['device']}"
          if tests else steps.get('tests', {}).get('detail', 'not run')),
         ('Every changed source file is reached by a test', bool(selection) and not selection.get('unselected'),
          'import graph' if selection else 'not selected'),

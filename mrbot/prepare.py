@@ -35,7 +35,7 @@ from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, python_files, select
 from mrbot.signatures import breaking_changes
 from mrbot.summary import area, choose_title, line_counts, test_changes
-from mrbot.testing import device_label, execute, shell_command, test_targets, xdist_args
+from mrbot.testing import device_label, execute, plural, shell_command, test_targets, xdist_args
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
@@ -133,7 +133,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         record['bench_ops'] = [spec.name for spec in touched_ops(root, specs, changed, gates=False)]
         found['callables'] = {spec.name: spec.callable for spec in touched}
         pending_bench = f"mrbot bench --op {' '.join(record['bench_ops'])} --base {base[:12]}"
-        return Step('select', 'done', detail=f"{len(selection.tests)} test files; touched ops: "
+        return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; touched ops: "
                                              f"{', '.join(record['ops']) or 'none'}")
 
     def tests() -> Step:
@@ -159,7 +159,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
             record['coverage'] = [c.to_json() for c in read_observations(coverage_dir, record['ops'])]
         passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
         return Step('tests', 'done' if run.ok else 'failed',
-                    detail=f'{passed} passed, {failed} failed in {len(files)} files ({device})')
+                    detail=f"{passed} passed, {failed} failed in {plural(len(files), 'file')} ({device})")
 
     def breaking() -> Step:
         changes = breaking_changes(change, config.public_roots, python_files(root))

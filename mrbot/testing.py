@@ -270,7 +270,8 @@ def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: s
         return list(pool.map(run_one, tests))
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """`1 file`, `2 files`."""
     return f'{count} {word}' if count == 1 else f'{count} {word}s'
 
 
@@ -292,7 +293,7 @@ def format_run(run: TestRun) -> str:
             lines.extend(f'    {line}' for line in failure.message.splitlines())
     totals = [sum(getattr(f, name) for f in run.files) for name in ('passed', 'failed', 'skipped', 'flaky')]
     lines.append(f'{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped, {totals[3]} flaky '
-                 f'in {_plural(len(run.files), "file")} ({run.device})')
+                 f'in {plural(len(run.files), "file")} ({run.device})')
     return '\n'.join(lines) + '\n'
 
 
