@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -406,8 +407,9 @@ def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
     return comment.url
 
 
-def _validate(forge, event: Event, artifact: dict) -> None:
-    """Refuse an artifact that does not belong to the run that triggered this one (a forged PR number or sha)."""
+def _validate(forge, event: Event, artifact: dict, accepted_on: Callable[[int], list[dict]]) -> None:
+    """Refuse an artifact that does not belong to the run that triggered this one (a forged PR number or sha);
+    `accepted_on(pr)` gives the accepted markers of the bot's comments on a PR."""
     run = event.payload.get('workflow_run')
     if not isinstance(run, dict) or not run.get('id') or not run.get('head_sha'):
         raise Ended('the workflow_run payload lacks workflow_run.id or head_sha')
@@ -434,7 +436,7 @@ def _validate(forge, event: Event, artifact: dict) -> None:
         raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")
     kind, runner = artifact['purpose'].split('-', 1)
     if not any(str(m.get('run')) == str(run['id']) and m.get('sha') == sha and m.get('command') == kind
-               and runner in m.get('runners', []) for m in commands.markers(_bot_bodies(forge, pr), 'accepted')):
+               and runner in m.get('runners', []) for m in accepted_on(pr)):
         raise MrbotError(f'artifact rejected: no command accepted on #{pr} for run {run["id"]}, {kind} on {runner} '
                          f'at {sha[:12]}')
 
@@ -449,11 +451,17 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
     forge = _connect(kind, event.repository, environ)
+
+    # the results of one run share a PR: its comments are read once
+    @functools.cache
+    def accepted_on(pr: int) -> list[dict]:
+        return commands.markers(_bot_bodies(forge, pr), 'accepted')
+
     valid, refused = [], []
     for path in paths:
         try:
             artifact = read_artifact(path.parent)
-            _validate(forge, event, artifact)
+            _validate(forge, event, artifact, accepted_on)
         except MrbotError as error:
             refused.append(str(error))
             continue
