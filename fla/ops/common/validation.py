@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import torch
+import triton
 
 from fla.utils import IS_TRITON_INTERPRETER
 
@@ -44,9 +45,18 @@ def check_attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) ->
     return B, T, H, K, V
 
 
+def _kernel_device_type() -> str | None:
+    """The torch device type Triton's active driver launches on, or None when Triton has no driver here."""
+    try:
+        return triton.runtime.driver.active.get_active_torch_device().type
+    except RuntimeError:
+        return None
+
+
 def check_kernel_device(q: torch.Tensor) -> None:
-    """Triton kernels run on a GPU, or on the CPU under the interpreter, which must be on before fla is imported."""
-    if q.device.type == 'cpu' and not IS_TRITON_INTERPRETER:
+    """Triton kernels run on the device of Triton's driver, or on the CPU under the interpreter, which must be on
+    before fla is imported."""
+    if q.device.type == 'cpu' and not IS_TRITON_INTERPRETER and _kernel_device_type() != 'cpu':
         raise ValueError('q: tensors are on the CPU, where Triton kernels run only with TRITON_INTERPRET=1 set before import')
 
 

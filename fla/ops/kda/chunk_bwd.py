@@ -26,11 +26,13 @@ import torch
 import triton
 import triton.language as tl
 
+from fla.ops.common.launch import fitting_configs
 from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
 from fla.ops.kda.chunk_fwd import (
     CHUNK_CONFIGS,
     CHUNK_KEY,
     CHUNK_SIZE,
+    STATE_CONFIGS,
     SUB_CHUNK_SIZE,
     ChunkLayout,
     chunk_blocks,
@@ -44,6 +46,7 @@ from fla.ops.kda.chunk_fwd import (
     load_chunk_state,
     load_row,
     state_pass_blocks,
+    state_pass_shared,
     sub_chunk_log_decay,
 )
 from fla.utils import autotune
@@ -115,7 +118,8 @@ def decayed_cols(b_dA, b_x, b_g, x, i_x, HX: tl.constexpr, gk, i_hv, HV: tl.cons
     return b_c
 
 
-@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@autotune(STATE_CONFIGS, key=CHUNK_KEY, prune_configs_by={
+    'early_config_prune': fitting_configs(state_pass_shared(('q', 'k', 'w', 'gk'), ('do',), True))})
 @triton.jit(do_not_specialize=['T'])
 def chunk_kda_bwd_kernel_dh(
     q, k, w, gk, aqk, do, dht, dh, dh0, dv_new, cu_seqlens, scale, T,
@@ -136,8 +140,8 @@ def chunk_kda_bwd_kernel_dh(
     if USE_FINAL_STATE_GRADIENT:
         b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
-        o_chunk, _ = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(dh + o_chunk, b_dh, mask=m_state)
+        o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
+        tl.store(dh + o_chunk, b_dh, mask=m_chunk)
         row0 = bos + i_t * BT
         o_row = row0 + o_t
         m_t = o_row < eos

@@ -20,13 +20,15 @@ or the state to bf16 cost up to three times the forward's error, and more withou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from fla.ops.common.launch import state_block
+from fla.ops.common.launch import fitting_configs, state_block
 from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
 from fla.utils import autotune
 
@@ -35,6 +37,9 @@ CHUNK_SIZE = 64
 SUB_CHUNK_SIZE = 16
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'HV', 'K', 'V', 'BK', 'BV', 'DOT_PRECISION']
+# The state passes walk the chunks in order: the next chunk's loads in flight (num_stages) hide their latency, and each
+# stage holds another copy of the chunk's tiles, so which configs fit depends on the head size (`state_pass_shared`).
+STATE_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
 
 
 @dataclass(frozen=True)
@@ -255,7 +260,27 @@ def chunk_kda_fwd_kernel_intra(
         tl.store(u + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_u, mask=m_tv)
 
 
-@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+def state_pass_shared(key_tiles: tuple[str, ...], value_tiles: tuple[str, ...], scores: bool) -> Callable:
+    """A shared-memory estimate of a state pass, for `fitting_configs`: per stage the chunk's `[BT, BK]` tiles of the
+    named key-side tensors (float32 when not an argument) and `[BT, BV]` tiles of the value-side ones, and a float32
+    `[BT, BT]` score tile if `scores`; then the float32 state `[BK, BV]`. Laid against what Triton allocates for
+    sm_90 and sm_100 (`mrbot compile`) at K = V = 128 and 256, it counts high, by up to a third."""
+
+    def bytes_of(name: str, args: dict[str, Any]) -> int:
+        tensor = args.get(name)
+        return tensor.element_size() if isinstance(tensor, torch.Tensor) else 4
+
+    def estimate(config: triton.Config, args: dict[str, Any]) -> int:
+        BT, BK, BV = args['BT'], args['BK'], args['BV']
+        stage = (BT * BK * sum(bytes_of(name, args) for name in key_tiles)
+                 + BT * BV * sum(bytes_of(name, args) for name in value_tiles) + (BT * BT * 4 if scores else 0))
+        return config.num_stages * stage + BK * BV * 4
+
+    return estimate
+
+
+@autotune(STATE_CONFIGS, key=CHUNK_KEY,
+          prune_configs_by={'early_config_prune': fitting_configs(state_pass_shared(('k', 'w', 'gk'), ('u',), False))})
 @triton.jit(do_not_specialize=['T'])
 def chunk_kda_fwd_kernel_h(
     k, w, u, gk, v_new, h, h0, ht, cu_seqlens, T,
@@ -276,8 +301,8 @@ def chunk_kda_fwd_kernel_h(
     if USE_INITIAL_STATE:
         b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT)):
-        o_chunk, _ = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(h + o_chunk, b_h, mask=m_state)
+        o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
+        tl.store(h + o_chunk, b_h, mask=m_chunk)
         row0 = bos + i_t * BT
         o_row = row0 + o_t
         m_t = o_row < eos

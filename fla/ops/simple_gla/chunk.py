@@ -185,9 +185,13 @@ def chunk_simple_gla_bwd_kernel_dkvg(
         if USE_G:
             o_partial = (o_row * H + i_h) * (NK * NV) + i_k * NV + i_v
             # [BT]
-            b_dg_step = tl.load(q_dot_dq + o_partial, mask=m_t, other=0) - tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
+            b_q_dot_dq = tl.load(q_dot_dq + o_partial, mask=m_t, other=0)
+            # [BT, BK]
+            b_k_dot_dk = b_k.to(tl.float32) * b_dk
+            b_dg_step = b_q_dot_dq - tl.sum(b_k_dot_dk, axis=1)
             b_dg = tl.cumsum(b_dg_step, axis=0, reverse=True) + b_dg_carry
-            b_dg_carry += tl.sum(b_dg_step, axis=0)
+            # summed from the tiles, not from b_dg_step: Triton 3.6 aborts compiling a sum of that row sum for sm_100
+            b_dg_carry += tl.sum(b_q_dot_dq, axis=0) - tl.sum(b_k_dot_dk)
             tl.store(dg + o_partial, b_dg, mask=m_t)
         if USE_G:
             b_dh *= tl.exp(b_g_last)
