@@ -5,17 +5,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mrbot import git
 from mrbot.config import OFF, Config, load_config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
 from mrbot.rules import Context, Rule, all_rules
+
+if TYPE_CHECKING:
+    from mrbot.compile.matrix import CompileMatrix
 
 _SUPPRESSION = re.compile(r'#\s*mrbot:\s*ignore\[([^\]]*)\]')
 
@@ -34,9 +39,10 @@ def _suppressed(context: Context, finding: Finding) -> bool:
     return finding.rule in ids or finding.rule.split(':')[0] in ids
 
 
-def evaluate(change: ChangeSet, config: Config, rules: list[Rule]) -> CheckReport:
-    """Run `rules` over `change`: configured severities applied, line-scoped findings kept on added lines only."""
-    context = Context(change, config)
+def evaluate(change: ChangeSet, config: Config, rules: list[Rule], matrix: CompileMatrix | None = None) -> CheckReport:
+    """Run `rules` over `change` (and the compilation `matrix` of the kernels it reaches, when built): configured
+    severities applied, line-scoped findings kept on added lines only."""
+    context = Context(change, config, matrix)
     findings, suppressed = [], []
     for rule in rules:
         for violation in rule.check(context):
@@ -103,15 +109,29 @@ def _apply_fixes(report: CheckReport, rules: list[Rule], config: Config) -> int:
     return len(fixed)
 
 
+def _checked(args: argparse.Namespace, root: Path, config: Config, rules: list[Rule]) -> CheckReport:
+    """The report on the change, with the compilation matrix of the kernels it reaches unless --no-compile."""
+    change = collect_change(args, root, config)
+    matrix = None
+    if args.head is not None:
+        change = dataclasses.replace(change, notes=(*change.notes, 'kernels not compiled: mrbot compiles the working '
+                                                                   'tree, and --head names another revision'))
+    elif not args.no_compile:
+        from mrbot.compile.command import compile_change
+
+        matrix = compile_change(root, config, [f.path for f in change.files])
+    return evaluate(change, config, rules, matrix)
+
+
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
     config = load_config(root)
     rules = all_rules()
     if args.fix and args.head:
         raise MrbotError('--fix rewrites the working tree, so it cannot be combined with --head')
-    report = evaluate(collect_change(args, root, config), config, rules)
+    report = _checked(args, root, config, rules)
     if args.fix and _apply_fixes(report, rules, config):
-        report = evaluate(collect_change(args, root, config), config, rules)
+        report = _checked(args, root, config, rules)
     print(format_report(report, args.format, rules), end='')
     return 1 if report.has_errors else 0
 
@@ -124,3 +144,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--perf', action='store_true', help='treat the change as a performance change')
     parser.add_argument('--format', choices=['text', 'json', 'markdown', 'sarif', 'github'], default='text')
     parser.add_argument('--fix', action='store_true', help='apply safe fixes (license headers) to the working tree')
+    parser.add_argument('--no-compile', action='store_true',
+                        help='skip compiling the kernels the change reaches (the CMP rules; see mrbot compile)')

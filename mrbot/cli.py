@@ -12,7 +12,8 @@ from mrbot.records import MrbotError
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used.
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
-            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action'}
+            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
+            'compile': 'mrbot.compile.command'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     importlib.import_module('mrbot.testing').add_arguments(test)
     bench = commands.add_parser('bench', help='time the ops a change touches on base and head, interleaved, on one GPU')
     importlib.import_module('mrbot.bench.command').add_arguments(bench)
+    compile_ = commands.add_parser('compile', help='compile every kernel the change reaches for each GPU target, on the CPU')
+    importlib.import_module('mrbot.compile.command').add_arguments(compile_)
     rules = commands.add_parser('rules', help='list the rules, or print the documentation of one')
     rules.add_argument('id', nargs='?', help='a rule id such as TRI001')
     prepare = commands.add_parser('prepare', help='check, test and benchmark a change, then write its PR body')

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mrbot.compile.targets import DEFAULT_TARGETS, parse_targets
 from mrbot.records import SEVERITIES, MrbotError
 
 if sys.version_info >= (3, 11):
@@ -94,6 +95,8 @@ class Config:
     command_job_hours: int = 12
     # Whether `mrbot action` checks draft pull requests too.
     check_drafts: bool = False
+    # NVIDIA targets every kernel the change reaches must compile for (`mrbot compile`), e.g. sm_90, sm_100.
+    compile_targets: tuple[str, ...] = DEFAULT_TARGETS
 
     def severity(self, rule: str, path: str, default: str) -> str:
         """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""
@@ -145,6 +148,10 @@ def _convert(name: str, value: Any, default: Any) -> Any:
             raise MrbotError(f'{where}: class {bad[0]!r}: expected lowercase letters, digits and single dashes, '
                              'e.g. hopper or gb200-nvl')
         return {runner: list(labels) for runner, labels in value.items()}
+    if name == 'compile_targets':
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise MrbotError(f'{where}: expected a list of target names such as ["sm_90", "sm_100"], got {value!r}')
+        return tuple(t.name for t in parse_targets(value, where))
     if name == 'overrides':
         if not isinstance(value, list):
             raise MrbotError(f'{where}: expected an array of tables [[tool.mrbot.overrides]], got {type(value).__name__}')

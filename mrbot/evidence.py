@@ -88,6 +88,17 @@ def checklist(record: dict) -> list[dict]:
         ('Every changed source file is reached by a test', bool(selection) and not selection.get('unselected'),
          'import graph' if selection else 'not selected'),
     ]
+    compiled = record.get('compile')
+    if compiled and not compiled['reached']:
+        items.append(('No kernel reached, so none to compile', True, 'import graph'))
+    elif compiled:
+        failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] != 'ok' for t in k['targets'].values())]
+        items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing,
+                      f"{', '.join(failing)} fail or overrun shared memory" if failing else
+                      f"{plural(len(compiled['kernels']), 'kernel')} x {plural(compiled['cells'], 'specialization')}, "
+                      f"the Compiles for table"))
+    else:
+        items.append(('Kernels compile for every GPU target', False, steps.get('compile', {}).get('detail', 'not run')))
     if record['ops']:
         coverage = record.get('coverage') or []
         missing = [f"{c['op']}: {', '.join(c['missing'])}" for c in coverage if c['missing']]

@@ -111,12 +111,30 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
     on_gpu = device.startswith('compiled')
     record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec='seconds'), 'device': device, 'change': _change_json(change, config, root), 'check': None,
-        'selection': None, 'tests': None, 'ops': [], 'bench_ops': [], 'coverage': [], 'bench': None, 'breaking': None}
-    found: dict = {'selection': None, 'test_run': None, 'callables': {}}
+        'selection': None, 'compile': None, 'tests': None, 'ops': [], 'bench_ops': [], 'coverage': [], 'bench': None,
+        'breaking': None}
+    found: dict = {'selection': None, 'test_run': None, 'callables': {}, 'matrix': None}
     pending_bench = ''
 
+    def compile_kernels() -> Step:
+        if args.no_compile:
+            return Step('compile', 'skipped', detail='--no-compile', command='mrbot compile')
+        from mrbot.compile.command import compile_change
+        from mrbot.compile.matrix import evidence_of
+
+        found['matrix'] = matrix = compile_change(root, config, changed)
+        record['compile'] = evidence_of(matrix)
+        if not matrix.reached:
+            return Step('compile', 'skipped', detail='the change reaches no kernel')
+        failing = [k['kernel'] for k in record['compile']['kernels'] if any(
+            t['verdict'] != 'ok' for t in k['targets'].values())]
+        return Step('compile', 'failed' if failing else 'done', command='mrbot compile',
+                    detail=f"{plural(len(record['compile']['kernels']), 'kernel')} for "
+                           f"{', '.join(record['compile']['targets'])}: "
+                           + (f"{len(failing)} fail or overrun shared memory" if failing else 'all compile and fit'))
+
     def check() -> Step:
-        report = evaluate(change, config, all_rules())
+        report = evaluate(change, config, all_rules(), found['matrix'])
         record['check'] = report.to_json()
         errors = sum(f.severity == 'error' for f in report.findings)
         return Step('check', 'failed' if errors else 'done',
@@ -184,8 +202,9 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         return Step('bench', 'failed' if record['bench']['gate']['status'] == 'failed' else 'done',
                     command=pending_bench)
 
-    actions = (('check', check), ('select', selection_and_ops), ('tests', tests), ('breaking', breaking),
-               ('bench', bench))
+    # the check reads the compilation matrix, so the kernels compile first
+    actions = (('select', selection_and_ops), ('compile', compile_kernels), ('check', check), ('tests', tests),
+               ('breaking', breaking), ('bench', bench))
     steps = _Steps(len(actions))
     for name, action in actions:
         steps.run(name, action)
@@ -269,6 +288,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
     parser.add_argument('--title', help='the PR title (default: the first commit subject, tagged from the paths)')
     parser.add_argument('--no-tests', action='store_true', help='do not run the dependent tests')
+    parser.add_argument('--no-compile', action='store_true',
+                        help='do not compile the kernels the change reaches for the GPU targets (see mrbot compile)')
     parser.add_argument('--no-bench', action='store_true', help='do not benchmark, even on a GPU')
     parser.add_argument('--bench-rounds', type=int, default=10, help='interleaved rounds of the benchmark (default 10)')
     parser.add_argument('--test-workers', type=int, default=0,

@@ -22,9 +22,13 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from mrbot.config import Config
 from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError
+
+if TYPE_CHECKING:
+    from mrbot.compile.matrix import CompileMatrix
 
 # Line-scoped rules report only on added lines; file rules on any touched file; change rules on the PR itself.
 SCOPES = ('lines', 'file', 'change')
@@ -151,10 +155,12 @@ class SourceFile:
 
 @dataclass
 class Context:
-    """What rules see: the change, the configuration, and the changed files parsed once."""
+    """What rules see: the change, the configuration, the changed files parsed once, and the compilation matrix of the
+    kernels the change reaches when one was built."""
 
     change: ChangeSet
     config: Config
+    compile_matrix: CompileMatrix | None = None
     _sources: dict[str, SourceFile] = field(default_factory=dict)
 
     def sources(self, *patterns: str) -> Iterator[SourceFile]:

@@ -26,7 +26,7 @@ from mrbot.config import Config, state_dir
 from mrbot.git import run_git
 from mrbot.records import MrbotError, SelectedTest, Selection
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -53,15 +53,26 @@ def _called(node: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
 
 
+def _is_jit(decorator: ast.expr) -> bool:
+    """`@triton.jit`, `@jit`, `@triton.jit(...)` or `@jit(...)`."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ''
+    return name == 'jit'
+
+
 def parse_file(path: str, text: str) -> dict:
-    """What selection needs from one file: imports `[module, [names]]`, dynamic imports, dispatched operations."""
+    """What selection needs from one file: imports `[module, [names]]`, dynamic imports, dispatched operations, and
+    the Triton JIT functions it defines as `[name, line of def, [names it calls]]` (for `mrbot compile`)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return {'imports': [], 'dynamic': [], 'dispatch': [], 'error': True}
-    imports, dynamic, dispatch = [], [], []
+        return {'imports': [], 'dynamic': [], 'dispatch': [], 'kernels': [], 'error': True}
+    imports, dynamic, dispatch, kernels = [], [], [], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+            calls = sorted({_called(call) for call in ast.walk(node) if isinstance(call, ast.Call)} - {''})
+            kernels.append([node.name, node.lineno, calls])
+        elif isinstance(node, ast.Import):
             imports.extend([alias.name, []] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -82,7 +93,7 @@ def parse_file(path: str, text: str) -> dict:
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])
-    return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch}
+    return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch, 'kernels': kernels}
 
 
 def python_files(root: Path) -> list[str]:

@@ -1,0 +1,153 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot compile`: every kernel a change reaches, compiled on this CPU for each target, with the findings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import triton
+
+from mrbot import git
+from mrbot.compile.launches import Capture
+from mrbot.compile.matrix import DEPTHS, CompileMatrix, build_matrix, summarize
+from mrbot.compile.plan import plan_compile
+from mrbot.compile.targets import parse_targets
+from mrbot.config import Config, load_config
+from mrbot.output import format_report
+from mrbot.records import ChangeSet, CheckReport, MrbotError
+from mrbot.rules import all_rules
+from mrbot.selection import expand_paths
+
+DEFAULT_TIMEOUT = 900.0
+
+
+def compile_change(root: Path, config: Config, changed: list[str] | None, targets: str | None = None,
+                   depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
+                   quiet: bool = False) -> CompileMatrix:
+    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
+
+    `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
+    """
+    chosen = parse_targets(targets.split(','), '--targets') if targets else parse_targets(config.compile_targets,
+                                                                                             'compile-targets')
+    if depth not in (*DEPTHS, 'auto'):
+        raise MrbotError(f"--depth: expected auto, {', '.join(DEPTHS)}; got {depth!r}")
+    if jobs < 0 or timeout <= 0:
+        raise MrbotError(f'--jobs must be 0 (all CPUs) or more and --timeout above 0, got {jobs} and {timeout:g}')
+    plan = plan_compile(root, config, changed)
+    if not plan.kernels:
+        return CompileMatrix(chosen, (), Capture((), (), (), (), 0.0), triton.__version__, 0, 0.0)
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
+
+    return build_matrix(root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout, say)
+
+
+def compile_rules() -> list:
+    return [rule for rule in all_rules() if rule.id.startswith('CMP')]
+
+
+def _size(value: int | None) -> str:
+    return '-' if value is None else f'{value / 1024:.0f} KiB' if value >= 1024 else f'{value} B'
+
+
+def format_table(matrix: CompileMatrix) -> str:
+    """A row per kernel, a column per target: ok with the largest shared memory and spills, or what failed."""
+    header = ['kernel', 'where', *(t.name for t in matrix.targets)]
+    rows = []
+    for launch, per_target in summarize(matrix):
+        entries = []
+        for target in matrix.targets:
+            summary = per_target[target.name]
+            if summary.failed:
+                entries.append(f'{summary.failed}/{summary.cells} fail')
+            else:
+                over = f' ({summary.over_limit} over {_size(summary.shared_limit)})' if summary.over_limit else ''
+                spills = '' if summary.max_spills is None else f', spills {summary.max_spills:,} B'
+                entries.append(f'ok {_size(summary.max_shared)}{over}{spills}')
+        rows.append([launch.kernel, f'{launch.path}:{launch.line}', *entries])
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ['  '.join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return '\n'.join(lines) + '\n'
+
+
+def describe_run(matrix: CompileMatrix) -> str:
+    """One line: what was compiled, how much came from the cache, and how long it took."""
+    capture = matrix.capture
+    kernels = len({(c.launch.path, c.launch.kernel) for c in matrix.cells})
+    targets = ', '.join(t.name for t in matrix.targets)
+    return (f'{kernels} kernels x {len(matrix.targets)} targets ({targets}), {len(matrix.cells)} cells with Triton '
+            f'{matrix.triton}: {matrix.compiled} compiled, {len(matrix.cells) - matrix.compiled} cached, in '
+            f'{matrix.seconds:.1f} s ({matrix.jobs} jobs); launches from {len(capture.tests)} test files and '
+            f'{len(capture.bench_rows)} benchmark rows')
+
+
+def _changed(args: argparse.Namespace, root: Path, config: Config) -> list[str] | None:
+    if args.all:
+        if args.paths:
+            raise MrbotError('--all compiles every kernel: give either paths or --all, not both')
+        return None
+    if args.paths:
+        return expand_paths(root, Path.cwd(), args.paths)
+    base, _ = git.revisions(root, args.base, None, config.target_branches)
+    return git.changed_paths(root, base, None)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = git.repo_root(Path.cwd())
+    config = load_config(root)
+    changed = _changed(args, root, config)
+    matrix = compile_change(root, config, changed, args.targets, args.depth, args.jobs, args.timeout)
+    if not matrix.reached:
+        print('mrbot compile: no kernel is reached by the change; nothing to compile')
+        return 0
+    from mrbot.check import evaluate
+
+    rules = compile_rules()
+    report = evaluate(ChangeSet(root, '', None, ()), config, rules, matrix)
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(matrix.to_json(), indent=1) + '\n', encoding='utf-8')
+        except OSError as error:
+            raise MrbotError(f'--json {args.json}: cannot write it ({error.strerror})') from None
+    print(_format(report, matrix, args.format, rules), end='')
+    return 1 if report.has_errors else 0
+
+
+def _format(report: CheckReport, matrix: CompileMatrix, fmt: str, rules: list) -> str:
+    if fmt == 'json':
+        return json.dumps({**report.to_json(), 'compile': matrix.to_json()}, indent=2) + '\n'
+    if fmt != 'text':
+        return format_report(report, fmt, rules)
+    lines = [format_table(matrix).rstrip('\n')]
+    lines += [f'{f.path}:{f.line}: {f.severity} {f.rule} {f.message}' for f in report.findings]
+    lines += [f'capture: {problem}' for problem in matrix.capture.problems]
+    counts = {s: sum(f.severity == s for f in report.findings) for s in ('error', 'warning', 'note')}
+    lines.append(f"{describe_run(matrix)}; {counts['error']} errors, {counts['warning']} warnings, {counts['note']} notes")
+    return '\n'.join(lines) + '\n'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('paths', nargs='*', help='changed files or folders (default: the change from --base to the '
+                                                 'working tree)')
+    parser.add_argument('--all', action='store_true', help='compile every kernel of the repository')
+    parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
+    parser.add_argument('--targets', help='comma-separated targets, e.g. sm_90,sm_100 (default: [tool.mrbot] '
+                                          'compile-targets)')
+    parser.add_argument('--depth', default='auto', choices=['auto', *DEPTHS],
+                        help='how far to compile every launch for every target: ttgir (errors and shared memory), '
+                             'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas); auto '
+                             '(default): every config for the first target, the benchmarked ones through ptxas, and '
+                             "each specialization's first config for the other targets, all through ttgir")
+    parser.add_argument('-j', '--jobs', type=int, default=0, help='compile processes (default: one per CPU)')
+    parser.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT,
+                        help=f'seconds for one compile, and for each capture run (default: {DEFAULT_TIMEOUT:g})')
+    parser.add_argument('--format', choices=['text', 'json', 'markdown', 'sarif', 'github'], default='text')
+    parser.add_argument('--json', help='also write the whole matrix, every cell, to this file')

@@ -1,0 +1,356 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The compilation matrix: every captured launch compiled for every target, on the CPU, in parallel, cached.
+
+Each cell (a launch and a target) is compiled by a worker process (`mrbot/compile/worker.py`) with Triton's own
+stages for that target. A worker that dies (a compiler assertion aborts it) costs only the cell it was compiling,
+which is reported with what the compiler printed; a cell past its time limit is killed the same way. Results are
+kept under `.mrbot/cache/` by the launch's identity (the kernel's source and dependencies, its specialization), the
+target, the depth, Triton's version and the worker's code, so an unchanged tree compiles nothing twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import triton
+
+from mrbot.compile import worker as worker_module
+from mrbot.compile.launches import Capture, Launch, capture_launches
+from mrbot.compile.plan import CompilePlan, Kernel
+from mrbot.compile.targets import Target
+from mrbot.config import state_dir
+from mrbot.records import MrbotError
+
+SCHEMA = 1
+CACHE_FILE = 'compile-cells.json'
+# `ttgir`: every pass up to the layouts and the shared-memory allocation; `llir`: the whole lowering to LLVM; `sass`:
+# on through PTX to ptxas, for registers and spills (see mrbot/compile/worker.py).
+DEPTHS = ('ttgir', 'llir', 'sass')
+STATUSES = ('ok', 'error', 'crashed', 'timeout')
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What compiling one launch for one target gave.
+
+    `status` is 'ok', 'error' (the compiler refused, `error` says why at `error_path:error_line`), 'crashed' (the
+    compiler aborted its process) or 'timeout'. `shared` is the shared memory the kernel asks per block; `registers`
+    and `spills` (bytes stored and loaded) come from ptxas, so they are None unless the cell went to depth 'sass'.
+    """
+
+    status: str
+    depth: str
+    shared: int | None = None
+    registers: int | None = None
+    spills: int | None = None
+    error: str = ''
+    error_path: str = ''
+    error_line: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+    def to_json(self) -> dict:
+        return {'status': self.status, 'depth': self.depth, 'shared': self.shared, 'registers': self.registers,
+                'spills': self.spills, 'error': self.error, 'error_path': self.error_path, 'error_line': self.error_line,
+                'seconds': round(self.seconds, 3)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, cached: bool = False) -> CellResult:
+        if not isinstance(data, dict) or data.get('status') not in STATUSES or data.get('depth') not in DEPTHS:
+            raise MrbotError(f'{where}: expected a compile result with a status of {", ".join(STATUSES)}')
+        numbers = {key: data.get(key) for key in ('shared', 'registers', 'spills')}
+        if any(value is not None and (not isinstance(value, int) or isinstance(value, bool)) for value in numbers.values()):
+            raise MrbotError(f'{where}: shared, registers and spills must be integers or null, got {numbers}')
+        text = {key: data.get(key, '') for key in ('error', 'error_path')}
+        if not all(isinstance(value, str) for value in text.values()) or not isinstance(data.get('error_line', 0), int):
+            raise MrbotError(f'{where}: error, error_path must be strings and error_line an integer')
+        return cls(data['status'], data['depth'], **numbers, **text, error_line=data.get('error_line', 0),
+                   seconds=float(data.get('seconds', 0.0)), cached=cached)
+
+
+@dataclass(frozen=True)
+class Cell:
+    launch: Launch
+    target: Target
+    result: CellResult
+
+    @property
+    def over_shared_limit(self) -> bool:
+        return self.result.status == 'ok' and (self.result.shared or 0) > self.target.shared_limit
+
+
+@dataclass(frozen=True)
+class CompileMatrix:
+    """Every compiled cell of one run, the capture it came from, and how long the compiles took."""
+
+    targets: tuple[Target, ...]
+    cells: tuple[Cell, ...]
+    capture: Capture
+    triton: str
+    jobs: int
+    seconds: float
+    # the kernel files the change reaches (every kernel file for a whole-repository run), and the kernels of those
+    # files that no test or benchmark row launched, which are therefore not compiled
+    reached: tuple[str, ...] = ()
+    unlaunched: tuple[Kernel, ...] = ()
+
+    @property
+    def compiled(self) -> int:
+        return sum(not cell.result.cached for cell in self.cells)
+
+    def to_json(self) -> dict:
+        return {'schema': SCHEMA, 'triton': self.triton, 'jobs': self.jobs, 'seconds': round(self.seconds, 3),
+                'targets': [t.name for t in self.targets], 'reached': list(self.reached),
+                'unlaunched': [{'path': k.path, 'kernel': k.name, 'line': k.line} for k in self.unlaunched],
+                'capture': {key: value for key, value in self.capture.to_json().items() if key != 'launches'},
+                'cells': [{'kernel': c.launch.kernel, 'specialization': c.launch.describe(), 'target': c.target.name,
+                           'shared_limit': c.target.shared_limit, **c.result.to_json(), 'cached': c.result.cached,
+                           'launch': c.launch.to_json()} for c in self.cells]}
+
+
+def _cell_key(launch: Launch, target: Target, depth: str) -> str:
+    worker_code = Path(worker_module.__file__).read_bytes()
+    return hashlib.sha256('\0'.join([launch.identity, target.name, depth, triton.__version__,
+                                     hashlib.sha256(worker_code).hexdigest()]).encode()).hexdigest()
+
+
+def _load_cache(path: Path) -> dict[str, dict]:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding='utf-8'))
+        if isinstance(data, dict) and data.get('schema') == SCHEMA and isinstance(data.get('cells'), dict):
+            return data['cells']
+    return {}
+
+
+class _Worker:
+    """One compile process; replaced by a fresh one when it dies or overruns a cell."""
+
+    def __init__(self, root: Path, env: dict[str, str], scratch: Path, number: int) -> None:
+        self.root, self.env = root, env
+        self.stderr_path = scratch / f'worker-{number}.stderr'
+        self.process: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        # read and write, so that the worker can read back what the compiler printed for the cell that failed
+        stderr = self.stderr_path.open('w+b')
+        process = subprocess.Popen([sys.executable, worker_module.__file__], cwd=self.root, env=self.env, text=True,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=1)
+        stderr.close()
+        return process
+
+    def compile(self, request: dict, timeout: float) -> dict:
+        if self.process is None or self.process.poll() is not None:
+            self.process = self._start()
+        process = self.process
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            process.kill()
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            process.stdin.write(json.dumps(request) + '\n')
+            process.stdin.flush()
+            answer = process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            answer = ''
+        finally:
+            timer.cancel()
+        if answer:
+            return json.loads(answer)
+        process.wait()
+        self.process = None
+        stderr = self.stderr_path.read_bytes().decode(errors='replace')
+        if expired.is_set():
+            return {'status': 'timeout', 'error': f'no result after {timeout:g} s', 'error_path': request['launch']['path'],
+                    'error_line': request['launch']['line']}
+        described = worker_module.describe_failure(None, stderr, request['launch'])
+        return {'status': 'crashed', **described, 'error': f'the compiler aborted ({_signal_name(process.returncode)}): '
+                                                           f"{described['error']}"}
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _signal_name(returncode: int | None) -> str:
+    import signal
+
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            return signal.Signals(-returncode).name
+    return f'exit {returncode}'
+
+
+def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float,
+                  progress: Callable[[int, int], None] | None = None, use_cache: bool = True) -> list[CellResult]:
+    """Compile each (launch, target, depth), `jobs` processes at a time; results in input order, cached ones reused."""
+    cache_path = root / '.mrbot' / 'cache' / CACHE_FILE
+    cache = _load_cache(cache_path) if use_cache else {}
+    keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
+    results: list[CellResult | None] = [None] * len(work)
+    pending = []
+    for index, key in enumerate(keys):
+        if key in cache:
+            with contextlib.suppress(MrbotError):
+                results[index] = CellResult.from_json(cache[key], f'{cache_path} entry {key[:12]}', cached=True)
+                continue
+        pending.append(index)
+    # the slow ones (ptxas) first, so that the last to finish are short
+    pending.sort(key=lambda i: work[i][2] != 'sass')
+    lock = threading.Lock()
+    done = len(work) - len(pending)
+    # never interpreted, so that the kernels import as compilable JIT functions
+    env = {**os.environ, 'TRITON_INTERPRET': '0', 'CUDA_VISIBLE_DEVICES': ''}
+
+    def serve(worker: _Worker) -> None:
+        nonlocal done
+        while True:
+            with lock:
+                if not pending:
+                    return
+                index = pending.pop(0)
+            launch, target, depth = work[index]
+            answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
+            result = CellResult.from_json({**answer, 'depth': depth}, f'worker answer for {launch.kernel}')
+            with lock:
+                results[index] = result
+                cache[keys[index]] = result.to_json()
+                done += 1
+                if progress is not None:
+                    progress(done, len(work))
+
+    with tempfile.TemporaryDirectory(prefix='mrbot-compile-') as scratch:
+        workers = [_Worker(root, env, Path(scratch), n) for n in range(max(1, min(jobs, len(pending))))]
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            with lock:
+                pending.clear()
+            for w in workers:
+                w.close()
+            with contextlib.suppress(OSError):
+                state_dir(root, 'cache')
+                cache_path.write_text(json.dumps({'schema': SCHEMA, 'cells': cache}), encoding='utf-8')
+    return [r for r in results if r is not None]
+
+
+def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str) -> list[tuple[Launch, Target, str]]:
+    """The cells to compile, each with its depth.
+
+    An explicit depth compiles every launch for every target that far. 'auto' keeps a cold run of a whole repository
+    within minutes on two cores: on the first target, every autotune config through TTGIR and the shared-memory
+    allocation, and the benchmarked launches on through ptxas (spills cost the speed that is measured there); on every
+    other target, the first config of each specialization through TTGIR.
+    """
+    cells = []
+    for launch in launches:
+        for target in targets:
+            if depth != 'auto':
+                cells.append((launch, target, depth))
+            elif target == targets[0]:
+                cells.append((launch, target, 'sass' if launch.benchmarked else 'ttgir'))
+            elif launch.config_index == 0:
+                cells.append((launch, target, 'ttgir'))
+    return cells
+
+
+def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], depth: str, jobs: int, timeout: float,
+                 progress: Callable[[str], None] | None = None, use_cache: bool = True) -> CompileMatrix:
+    """Capture the launches of the plan's tests and benchmark rows, keep those of its kernels, and compile each for
+    every target."""
+    start = time.monotonic()
+    say = progress or (lambda _: None)
+    say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
+    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, use_cache=use_cache)
+    wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
+    launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
+    work = plan_cells(launches, targets, depth)
+    say(f'{len(capture.launches)} launches captured in {capture.seconds:.1f} s{" (cached)" if capture.cached else ""}; '
+        f'{len(work)} cells of {len(launches)} launches for {", ".join(t.name for t in targets)}, {jobs} at a time')
+    last = [time.monotonic()]
+
+    def tick(done: int, total: int) -> None:
+        if time.monotonic() - last[0] > 10 or done == total:
+            last[0] = time.monotonic()
+            say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
+
+    results = compile_cells(root, work, jobs, timeout, tick, use_cache)
+    cells = tuple(Cell(launch, target, result) for (launch, target, _), result in zip(work, results, strict=True))
+    launched = {(launch.path, launch.kernel) for launch in launches}
+    return CompileMatrix(targets, cells, capture, triton.__version__, jobs, time.monotonic() - start,
+                         tuple(sorted(plan.files)), tuple(k for k in plan.kernels if (k.path, k.name) not in launched))
+
+
+@dataclass(frozen=True)
+class KernelTarget:
+    """One kernel on one target, over all its specializations: the row entry of the matrix's summary."""
+
+    cells: int
+    failed: int
+    over_limit: int
+    max_shared: int | None
+    shared_limit: int
+    # worst spill bytes among the cells ptxas saw; None when none went that far
+    max_spills: int | None
+
+    @property
+    def verdict(self) -> str:
+        return 'error' if self.failed else 'over' if self.over_limit else 'ok'
+
+    def to_json(self) -> dict:
+        return {'verdict': self.verdict, 'cells': self.cells, 'failed': self.failed, 'over_limit': self.over_limit,
+                'max_shared': self.max_shared, 'shared_limit': self.shared_limit, 'max_spills': self.max_spills}
+
+
+def summarize(matrix: CompileMatrix) -> list[tuple[Launch, dict[str, KernelTarget]]]:
+    """Per kernel (its first launch stands for it), per target name: how its specializations fared."""
+    by_kernel: dict[tuple[str, str], list[Cell]] = {}
+    for cell in matrix.cells:
+        by_kernel.setdefault((cell.launch.path, cell.launch.kernel), []).append(cell)
+    rows = []
+    for cells in by_kernel.values():
+        per_target = {}
+        for target in matrix.targets:
+            mine = [c for c in cells if c.target == target]
+            shared = [c.result.shared for c in mine if c.result.shared is not None]
+            spills = [c.result.spills for c in mine if c.result.spills is not None]
+            per_target[target.name] = KernelTarget(len(mine), sum(c.result.status != 'ok' for c in mine),
+                                                   sum(c.over_shared_limit for c in mine), max(shared, default=None),
+                                                   target.shared_limit, max(spills, default=None))
+        rows.append((cells[0].launch, per_target))
+    return rows
+
+
+def evidence_of(matrix: CompileMatrix) -> dict:
+    """The part of `mrbot prepare`'s Evidence record that the PR body's "Compiles for" table and checklist read."""
+    return {'targets': [t.name for t in matrix.targets], 'reached': list(matrix.reached), 'triton': matrix.triton,
+            'cells': len(matrix.cells),
+            'compiled': matrix.compiled, 'seconds': round(matrix.seconds, 1), 'problems': list(matrix.capture.problems),
+            'kernels': [{'kernel': launch.kernel, 'path': launch.path, 'line': launch.line,
+                         'targets': {name: summary.to_json() for name, summary in per_target.items()}}
+                        for launch, per_target in summarize(matrix)],
+            'unlaunched': [{'kernel': k.name, 'path': k.path, 'line': k.line} for k in matrix.unlaunched]}

@@ -1,0 +1,78 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Which kernels a change reaches, and what must run to see them launched: the tests and benchmark rows to capture.
+
+A kernel is a `@triton.jit` function that no other JIT function calls (those are device helpers, compiled into their
+callers). A change reaches the kernels of every file it changes and of every file that imports a changed file,
+directly or not, through the import graph of `mrbot.selection`; a change to packaging or to a configured global path
+reaches them all. The launches come from the tests that selection picks for the change and from the benchmark rows
+of the ops whose code it changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mrbot.bench.specs import load_specs, touched_ops
+from mrbot.compile.launches import bench_rows
+from mrbot.config import Config
+from mrbot.selection import dependency_chains, load_index, select, test_files_of
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A launchable JIT function: where its `def` is."""
+
+    path: str
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    """The kernels to compile and what to run to capture their launches."""
+
+    kernels: tuple[Kernel, ...]
+    tests: tuple[str, ...]
+    rows: tuple[dict, ...]
+    whole: bool
+
+    @property
+    def files(self) -> frozenset[str]:
+        return frozenset(kernel.path for kernel in self.kernels)
+
+
+def kernels_of(index: dict[str, dict], config: Config) -> list[Kernel]:
+    """Every launchable kernel under the source roots, in file order."""
+    helpers = {called for facts in index.values() for _, _, calls in facts.get('kernels', ()) for called in calls}
+    return [Kernel(path, name, line) for path, facts in sorted(index.items()) if config.is_source(path)
+            for name, line, _ in facts.get('kernels', ()) if name not in helpers]
+
+
+def plan_compile(root: Path, config: Config, changed: list[str] | None) -> CompilePlan:
+    """What `mrbot compile` does for the `changed` paths (repository-relative), or for the whole repository (None)."""
+    index = load_index(root)
+    kernels = kernels_of(index, config)
+    specs = load_specs(root)
+    if changed is None:
+        tests = _launching(root, config, kernels, test_files_of(index, config))
+        return CompilePlan(tuple(kernels), tests, tuple(bench_rows(specs)), whole=True)
+    selection = select(root, config, changed)
+    if selection.full_suite:
+        reached = {kernel.path for kernel in kernels}
+    else:
+        files = {kernel.path for kernel in kernels}
+        reached = (files & set(changed)) | set(dependency_chains(root, config, changed, files))
+    kernels = [kernel for kernel in kernels if kernel.path in reached]
+    if not kernels:
+        return CompilePlan((), (), (), whole=False)
+    rows = bench_rows(touched_ops(root, specs, changed, gates=False))
+    tests = _launching(root, config, kernels, [t.test for t in selection.tests])
+    return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False)
+
+
+def _launching(root: Path, config: Config, kernels: list[Kernel], tests: list[str]) -> tuple[str, ...]:
+    """The test files that import a file of `kernels`, directly or not: the others cannot launch them."""
+    reaching = dependency_chains(root, config, {kernel.path for kernel in kernels}, tests)
+    return tuple(test for test in tests if test in reaching)

@@ -1,0 +1,183 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot compile` and `mrbot check` on a small kernel library: what passes under the interpreter and cannot compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mrbot.cli import main
+
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+PYPROJECT = '[tool.mrbot]\nsource-roots = ["lib"]\n'
+CONFTEST = HEADER + textwrap.dedent('''
+    import os
+
+    os.environ.setdefault('TRITON_INTERPRET', '1')
+''')
+# A sum whose loop re-assigns `_` (an int from the unpacking) with a mask: fine in the interpreter, a type error when
+# compiled. And a matrix square whose second autotune config needs 512 KiB of shared memory.
+OPS = HEADER + textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def total_kernel(x, y, n, BLOCK: tl.constexpr):
+        i_b, _ = tl.program_id(0), 0
+        b_acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for i_start in range(0, n, BLOCK):
+            o_x = i_start + tl.arange(0, BLOCK)
+            _ = o_x < n
+            b_acc += tl.load(x + o_x, mask=_, other=0)
+        tl.store(y + i_b, tl.sum(b_acc))
+
+
+    def total(x: torch.Tensor) -> torch.Tensor:
+        y = torch.zeros(1, dtype=torch.float32)
+        total_kernel[(1,)](x, y, x.numel(), BLOCK=32)
+        return y
+
+
+    @triton.autotune(configs=[triton.Config({'BLOCK': 32}), triton.Config({'BLOCK': 256})], key=['n'])
+    @triton.jit
+    def square_kernel(x, y, n, BLOCK: tl.constexpr):
+        o_i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        o_j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        b_y = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+        for i_k in range(0, n, BLOCK):
+            o_k = i_k + tl.arange(0, BLOCK)
+            b_y += tl.dot(tl.load(x + o_i[:, None] * n + o_k[None, :]), tl.load(x + o_k[:, None] * n + o_j[None, :]))
+        tl.store(y + o_i[:, None] * n + o_j[None, :], b_y)
+
+
+    def square(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        square_kernel[lambda meta: (x.shape[0] // meta['BLOCK'], x.shape[0] // meta['BLOCK'])](x, y, x.shape[0])
+        return y
+''')
+TESTS = HEADER + textwrap.dedent('''
+    import torch
+
+    from lib.ops import square, total
+
+
+    def test_total():
+        x = torch.arange(100, dtype=torch.float32)
+        assert total(x).item() == x.sum().item()
+
+
+    def test_square():
+        square(torch.ones(256, 256))
+''')
+
+
+@pytest.fixture
+def library(repo, monkeypatch):
+    repo.commit({'pyproject.toml': PYPROJECT, 'lib/__init__.py': HEADER, 'tests/conftest.py': CONFTEST}, '[Test] Base')
+    repo.write({'lib/ops.py': OPS, 'tests/test_ops.py': TESTS})
+    monkeypatch.chdir(repo.root)
+    return repo
+
+
+def _line(text: str, code: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if code in line)
+
+
+def test_the_loop_carried_type_change_passes_under_the_interpreter(library):
+    done = subprocess.run([sys.executable, '-m', 'pytest', 'tests/test_ops.py::test_total', '-q', '-p', 'no:cacheprovider'],
+                          cwd=library.root, env={**os.environ, 'TRITON_INTERPRET': '1'}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_compile_reports_the_type_change_and_the_config_over_shared_memory(library, capsys):
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    report = json.loads(capsys.readouterr().out)
+    findings = {f['rule']: f for f in report['findings']}
+    assert sorted(findings) == ['CMP001', 'CMP002']
+    loop_carried = findings['CMP001']
+    # Triton points at the loop that carries the variable
+    assert (loop_carried['path'], loop_carried['line']) == ('lib/ops.py', _line(OPS, 'for i_start in range'))
+    assert loop_carried['message'].startswith(f"total_kernel (lib/ops.py:{_line(OPS, 'def total_kernel')}) does not "
+                                              'compile for sm_90 with Triton ')
+    assert 'Loop-carried variable _ has initial type int32' in loop_carried['message']
+    over = findings['CMP002']
+    assert (over['path'], over['line']) == ('lib/ops.py', _line(OPS, 'def square_kernel'))
+    assert 'shared memory per block on sm_90, over its 232,448: 1 of 2 specializations, e.g. BLOCK=256' in over['message']
+    assert 'launched by tests/test_ops.py::test_square' in over['message']
+    cells = report['compile']['cells']
+    assert {(c['kernel'], c['launch']['config_index'], c['status']) for c in cells} == {
+        ('total_kernel', 0, 'error'), ('square_kernel', 0, 'ok'), ('square_kernel', 1, 'ok')}
+
+
+def test_a_warm_rerun_compiles_nothing_and_a_changed_kernel_only_itself(library, capsys):
+    main(['compile', '--all', '--targets', 'sm_90'])
+    capsys.readouterr()
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    assert [c['cached'] for c in json.loads(capsys.readouterr().out)['compile']['cells']] == [True, True, True]
+    library.write({'lib/ops.py': OPS.replace('_ = o_x < n', 'm_x = o_x < n').replace('mask=_', 'mask=m_x')})
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    cells = json.loads(capsys.readouterr().out)['compile']['cells']
+    assert sorted((c['kernel'], c['status'], c['cached']) for c in cells) == [
+        ('square_kernel', 'ok', True), ('square_kernel', 'ok', True), ('total_kernel', 'ok', False)]
+
+
+def test_check_reports_what_the_change_does_not_compile(library, capsys):
+    assert main(['check', '--base', 'HEAD', '--title', '[Ops] Add total and square', '--format', 'json']) == 1
+    rules = {f['rule'] for f in json.loads(capsys.readouterr().out)['findings']}
+    assert {'CMP001', 'CMP002'} <= rules
+
+
+def test_a_compiler_that_aborts_costs_only_its_cell(library, capsys):
+    # stands in for a compiler assertion: the module aborts the compile process that imports it
+    crashing = HEADER + textwrap.dedent('''
+        import os
+        import sys
+
+        import triton
+        import triton.language as tl
+
+        if sys.argv[0].endswith('worker.py'):
+            os.abort()
+
+
+        @triton.jit
+        def copy_kernel(x, y):
+            tl.store(y, tl.load(x))
+    ''')
+    library.write({'lib/crash.py': crashing, 'tests/test_crash.py': HEADER + textwrap.dedent('''
+        import torch
+
+        from lib.crash import copy_kernel
+
+
+        def test_copy():
+            copy_kernel[(1,)](torch.ones(1), torch.zeros(1))
+    ''')})
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    report = json.loads(capsys.readouterr().out)
+    crash = next(f for f in report['findings'] if 'copy_kernel' in f['message'])
+    assert crash['rule'] == 'CMP001'
+    assert 'the compiler aborted (SIGABRT)' in crash['message']
+    assert {c['kernel']: c['status'] for c in report['compile']['cells'] if c['kernel'] != 'total_kernel'} == {
+        'copy_kernel': 'crashed', 'square_kernel': 'ok'}
+
+
+def test_a_change_that_reaches_no_kernel_compiles_nothing(library, capsys):
+    library.commit({}, '[Test] Kernels')
+    library.write({'README.md': 'words\n'})
+    assert main(['compile']) == 0
+    assert 'no kernel is reached by the change' in capsys.readouterr().out
+
+
+def test_an_unknown_target_is_one_line_naming_the_known(library, capsys):
+    assert main(['compile', '--all', '--targets', 'sm_91']) == 2
+    assert capsys.readouterr().err.strip() == ("mrbot compile: error: --targets: unknown target 'sm_91'; expected some "
+                                               'of sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, sm_120')
