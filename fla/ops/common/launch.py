@@ -17,9 +17,9 @@ import triton
 DEFAULT_SHARED_MEMORY = 232_448
 
 
-def state_block(dim: int, cap: int) -> int:
-    """Block covering `dim` (a power of two, at least 16, the smallest `tl.dot` operand), at most `cap`."""
-    return min(max(16, triton.next_power_of_2(dim)), cap)
+def state_block(dim: int, cap: int, smallest: int = 16) -> int:
+    """Block covering `dim`: a power of two, at least `smallest` (16 is the smallest `tl.dot` operand), at most `cap`."""
+    return min(max(smallest, triton.next_power_of_2(dim)), cap)
 
 
 def reduce_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

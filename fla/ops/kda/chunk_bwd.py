@@ -41,7 +41,6 @@ from fla.ops.kda.chunk_fwd import (
     chunk_kda_fwd_log_decay,
     chunk_last_log_decay,
     chunk_place,
-    dot_precision,
     first_state_slot,
     load_chunk_state,
     load_row,
@@ -332,15 +331,14 @@ def chunk_kda_bwd_dh(
     """The float32 gradient of the state after every chunk, that of the initial state, and float32 dv_new."""
     B, T, H, K = q.shape
     HV, V = do.shape[2], do.shape[3]
-    blocks = state_pass_blocks(K, V)
+    blocks = state_pass_blocks(K, V, q.dtype)
     dh = q.new_empty(layout.num_states, HV, K, V, dtype=torch.float32)
     dh0 = torch.empty_like(initial_state) if initial_state is not None else None
     dv_new = do.new_empty(B, T, HV, V, dtype=torch.float32)
     chunk_kda_bwd_kernel_dh[(layout.N * HV, triton.cdiv(V, blocks['BV']))](
         q, k, w, gk, aqk, do, dht, dh, dh0, dv_new, layout.cu_seqlens, scale, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, USE_INITIAL_STATE=initial_state is not None,
-        USE_FINAL_STATE_GRADIENT=dht is not None, IS_VARLEN=layout.cu_seqlens is not None,
-        DOT_PRECISION=dot_precision(q.dtype), **blocks,
+        USE_FINAL_STATE_GRADIENT=dht is not None, IS_VARLEN=layout.cu_seqlens is not None, **blocks,
     )
     return dh, dh0, dv_new
 
@@ -360,7 +358,7 @@ def chunk_kda_bwd_wy(
     chunk_kda_bwd_kernel_wy[layout.grid(HV)](
         k, v, gk, beta, akk_inv, h, dv_new, dv, dk, dg, dbeta, dA, layout.chunk_rows, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
-        DOT_PRECISION=dot_precision(k.dtype), **chunk_blocks(K, V),
+        **chunk_blocks(K, V, k.dtype),
     )
     return dv, dk, dg, dbeta, dA
 
@@ -377,7 +375,7 @@ def chunk_kda_bwd_intra(
     chunk_kda_bwd_kernel_intra[layout.grid(HV)](
         q, k, gk, beta, v_new, h, dh, do, dA, dq, dk, dg, dbeta, layout.chunk_rows, scale, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
-        DOT_PRECISION=dot_precision(q.dtype), **chunk_blocks(K, V),
+        **chunk_blocks(K, V, q.dtype),
     )
     return dq, dk, dg, dbeta
 

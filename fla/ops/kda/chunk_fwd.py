@@ -360,15 +360,28 @@ def chunk_kda_fwd_kernel_o(
     tl.store(p_o, (b_o * scale).to(p_o.dtype.element_ty), mask=m_tv)
 
 
-def chunk_blocks(K: int, V: int) -> dict[str, int]:
-    """Key and value blocks of the chunk-parallel kernels: at most 64 wide, at least 16 (the smallest dot operand)."""
-    return {'BK': state_block(K, 64), 'BV': state_block(V, 64)}
+def _smallest_block(precision: str) -> int:
+    """The narrowest key or value block a kernel's dots get: 16, the smallest `tl.dot` operand, but 32 for TF32, which
+    Triton 3.6 miscompiles for sm_90 with a 16-wide operand (compute-sanitizer: shared-memory reads past the block's
+    allocation, then wrong outputs or an illegal address; H200, 2026-12-03)."""
+    return 32 if precision == 'tf32' else 16
 
 
-def state_pass_blocks(K: int, V: int) -> dict[str, int]:
-    """The whole key dimension per program of the state passes, and a value block keeping the state at 8192 values."""
-    BK = state_block(K, 256)
-    return {'BK': BK, 'BV': state_block(V, max(16, 8192 // BK))}
+def chunk_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
+    """Key and value blocks of the chunk-parallel kernels for inputs of `dtype`, at most 64 wide, and their dots'
+    precision."""
+    precision = dot_precision(dtype)
+    smallest = _smallest_block(precision)
+    return {'BK': state_block(K, 64, smallest), 'BV': state_block(V, 64, smallest), 'DOT_PRECISION': precision}
+
+
+def state_pass_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
+    """The whole key dimension per program of the state passes, a value block keeping the state at 8192 values, and
+    the dots' precision, for inputs of `dtype`."""
+    precision = dot_precision(dtype)
+    smallest = _smallest_block(precision)
+    BK = state_block(K, 256, smallest)
+    return {'BK': BK, 'BV': state_block(V, max(smallest, 8192 // BK), smallest), 'DOT_PRECISION': precision}
 
 
 def chunk_kda_fwd_log_decay(g: torch.Tensor, layout: ChunkLayout) -> torch.Tensor:
@@ -397,7 +410,7 @@ def chunk_kda_fwd_intra(
     chunk_kda_fwd_kernel_intra[layout.grid(HV)](
         q, k, v, gk, beta, w, u, aqk, akk_inv, layout.chunk_rows, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, STORE_INVERSE=store_inverse,
-        IS_VARLEN=layout.cu_seqlens is not None, DOT_PRECISION=dot_precision(q.dtype), **chunk_blocks(K, V),
+        IS_VARLEN=layout.cu_seqlens is not None, **chunk_blocks(K, V, q.dtype),
     )
     return w, u, aqk, akk_inv
 
@@ -409,15 +422,14 @@ def chunk_kda_fwd_h(
     """The float32 state before every chunk `[slots, HV, K, V]`, the float32 corrections `U - W S`, the final states."""
     B, T, H, K = k.shape
     HV, V = u.shape[2], u.shape[3]
-    blocks = state_pass_blocks(K, V)
+    blocks = state_pass_blocks(K, V, k.dtype)
     h = k.new_empty(layout.num_states, HV, K, V, dtype=torch.float32)
     v_new = torch.empty_like(u)
     final_state = k.new_empty(layout.N, HV, K, V, dtype=torch.float32) if output_final_state else None
     chunk_kda_fwd_kernel_h[(layout.N * HV, triton.cdiv(V, blocks['BV']))](
         k, w, u, gk, v_new, h, initial_state, final_state, layout.cu_seqlens, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, USE_INITIAL_STATE=initial_state is not None,
-        STORE_FINAL_STATE=output_final_state, IS_VARLEN=layout.cu_seqlens is not None,
-        DOT_PRECISION=dot_precision(k.dtype), **blocks,
+        STORE_FINAL_STATE=output_final_state, IS_VARLEN=layout.cu_seqlens is not None, **blocks,
     )
     return h, v_new, final_state
 
@@ -428,12 +440,11 @@ def chunk_kda_fwd_o(
 ) -> torch.Tensor:
     B, T, H, K = q.shape
     HV, V = v_new.shape[2], v_new.shape[3]
-    blocks = chunk_blocks(K, V)
+    blocks = chunk_blocks(K, V, q.dtype)
     o = torch.empty_like(v_new, dtype=q.dtype)
     chunk_kda_fwd_kernel_o[layout.grid(HV, triton.cdiv(V, blocks['BV']))](
         q, v_new, gk, aqk, h, o, layout.chunk_rows, scale, T,
-        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
-        DOT_PRECISION=dot_precision(q.dtype), **blocks,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None, **blocks,
     )
     return o
 
