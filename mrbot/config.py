@@ -97,6 +97,8 @@ class Config:
     check_drafts: bool = False
     # NVIDIA targets every kernel the change reaches must compile for (`mrbot compile`), e.g. sm_90, sm_100.
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
+    # Seconds each test may run while `mrbot compile` captures its launches; by then it has made them.
+    compile_test_seconds: int = 60
 
     def severity(self, rule: str, path: str, default: str) -> str:
         """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""

@@ -18,7 +18,7 @@ from mrbot.records import MrbotError
 SOURCE = Path(__file__).resolve().parents[1]
 CHANGE = SOURCE / 'examples' / 'demo-change.patch'
 BRANCH = 'demo/simple-gla-stages'
-TITLE = '[Simple GLA] Try 4 pipeline stages in the chunk autotune space'
+TITLE = '[Simple GLA] Try unpipelined configs in the chunk autotune space'
 # The example commit's author, so the demo works where git has no identity configured.
 IDENTITY = ('-c', 'user.name=mrbot demo', '-c', 'user.email=demo@mrbot.invalid')
 

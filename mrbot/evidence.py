@@ -95,7 +95,7 @@ def checklist(record: dict) -> list[dict]:
         failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] != 'ok' for t in k['targets'].values())]
         items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing,
                       f"{', '.join(failing)} fail or overrun shared memory" if failing else
-                      f"{plural(len(compiled['kernels']), 'kernel')} x {plural(compiled['cells'], 'specialization')}, "
+                      f"{plural(len(compiled['kernels']), 'kernel')} in {plural(compiled['cells'], 'compile')}, "
                       f"the Compiles for table"))
     else:
         items.append(('Kernels compile for every GPU target', False, steps.get('compile', {}).get('detail', 'not run')))

@@ -23,11 +23,14 @@ import importlib.util
 import inspect
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 DIR_VARIABLE = 'MRBOT_CAPTURE_DIR'
+# Seconds each test may run under capture ([tool.mrbot] compile-test-seconds).
+SECONDS_VARIABLE = 'MRBOT_CAPTURE_TEST_SECONDS'
 # How the benchmark script starts the line of a row that raised.
 ROW_FAILED = 'row failed:'
 # The autotune config a launch is made for: its Triton description, its place in the space and the space's size,
@@ -140,6 +143,42 @@ def _autotuned_run(self, *args: Any, **kwargs: Any) -> None:
     self.nargs = None
 
 
+def _cuda_on_cpu() -> None:
+    """Where torch has no CUDA, run code that insists on the `cuda` device (upstream flash-linear-attention's tests
+    and ops pick it even without a GPU) on the CPU: a torch function mode moves every `cuda` device argument to the
+    CPU, and the `torch.cuda` calls that tests make around their kernels do nothing."""
+    import contextlib
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    if torch.cuda.is_available():
+        return
+
+    def on_cpu(value: Any) -> Any:
+        if isinstance(value, str) and value.split(':')[0] == 'cuda':
+            return 'cpu'
+        if isinstance(value, torch.device) and value.type == 'cuda':
+            return torch.device('cpu')
+        return value
+
+    class CudaOnCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func is torch.Tensor.cuda:
+                return args[0]
+            kwargs = {name: on_cpu(value) if name == 'device' else value for name, value in (kwargs or {}).items()}
+            if func is torch.Tensor.to:
+                args = tuple(on_cpu(value) for value in args)
+            return func(*args, **kwargs)
+
+    for name, stand_in in (('synchronize', lambda *a, **k: None), ('empty_cache', lambda: None),
+                           ('current_device', lambda: 0), ('set_device', lambda device: None),
+                           ('device', lambda device: contextlib.nullcontext()),
+                           ('manual_seed', lambda seed: None), ('manual_seed_all', lambda seed: None)):
+        setattr(torch.cuda, name, stand_in)
+    CudaOnCpu().__enter__()
+
+
 def install() -> None:
     """Route every launch of this process to the recorder; safe to call more than once."""
     global _installed
@@ -149,14 +188,48 @@ def install() -> None:
     from triton.runtime import driver
     from triton.runtime.autotuner import Autotuner
 
+    _cuda_on_cpu()
     driver.set_active(_StandInDriver())
     triton.knobs.runtime.jit_cache_hook = _record
     Autotuner.run = _autotuned_run
     _installed = True
 
 
+class TestBudgetSpent(BaseException):
+    """Raised into a test that has run out of its seconds; a BaseException, so the test's own `except Exception` cannot
+    swallow it."""
+
+
+def _stop_test(signum: int, frame: Any) -> None:
+    raise TestBudgetSpent(f'mrbot compile: stopped after {_test_seconds()} s; its launches until then are kept')
+
+
+def _test_seconds() -> float:
+    return float(os.environ.get(SECONDS_VARIABLE, '60'))
+
+
 def pytest_collection_finish(session: Any) -> None:
     install()
+
+
+def pytest_runtest_setup(item: Any) -> None:
+    """Give each test its seconds (`SECONDS_VARIABLE`), its fixtures included: a test that runs longer (a CPU
+    reference at a GPU size, a generation loop over thousands of tokens) has by then made the launches of its kernels,
+    and only repeats them."""
+    signal.signal(signal.SIGALRM, _stop_test)
+    signal.setitimer(signal.ITIMER_REAL, _test_seconds())
+
+
+def pytest_runtest_teardown(item: Any) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    if report.when == 'call' and report.failed and 'TestBudgetSpent' in str(report.longrepr):
+        folder = os.environ.get(DIR_VARIABLE)
+        if folder:
+            with open(Path(folder) / f'stopped-{os.getpid()}.txt', 'a', encoding='utf-8') as out:
+                out.write(report.nodeid + '\n')
 
 
 def _load_by_file(name: str, path: str):
@@ -171,8 +244,16 @@ def main(argv: list[str]) -> int:
     through the bench worker's input builder; a row that raises is a line on stdout and stops only itself."""
     worker_file, rows_file = argv
     worker = _load_by_file('mrbot_capture_bench_worker', worker_file)
+    rows = json.loads(Path(rows_file).read_text(encoding='utf-8'))
+    # the ops are imported before the stand-in driver is in place, as under pytest, so that code asking Triton for its
+    # device while being imported still hears there is none
+    for callable_path in dict.fromkeys(row['spec']['callable'] for row in rows):
+        try:
+            worker._callable(callable_path)
+        except Exception as error:  # the rows of this op fail below, each with its label
+            print(f'{ROW_FAILED} {callable_path}: cannot import it: {type(error).__name__}: {error}')
     install()
-    for row in json.loads(Path(rows_file).read_text(encoding='utf-8')):
+    for row in rows:
         token = _ROW.set(row['label'])
         try:
             worker.Row(row['spec'], row['mode'], row['dims'], 0)()

@@ -47,7 +47,7 @@ def compile_change(root: Path, config: Config, changed: list[str] | None, target
         if not quiet:
             print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
 
-    return build_matrix(root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout, say)
+    return build_matrix(root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout, config.compile_test_seconds, say)
 
 
 def compile_rules() -> list:

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """The launches a repository's tests and benchmarks make: captured without a GPU, deduplicated, cached by content.
 
-The capture itself happens in child processes (`mrbot/compile/capture.py`): one pytest run over the test files, with
-the capture loaded as a plugin, and one process calling the benchmark rows forward and backward. This module starts
+The capture itself happens in child processes (`mrbot/compile/capture.py`): one pytest run per test file, with the
+capture loaded as a plugin, and one process calling the benchmark rows forward and backward; a test file that hangs,
+crashes or runs out of its memory share loses only its own remaining launches. This module starts
 them, reads what they wrote back into `Launch` records, and keeps the result under `.mrbot/cache/` keyed by the
 content of every Python file of the repository, so that an unchanged tree is not captured twice.
 """
@@ -14,12 +15,15 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import resource
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,7 @@ SCHEMA = 1
 CACHE_FILE = 'compile-capture.json'
 # The module name the capture plugin is loaded under in test processes (see mrbot/prepare.py for why by copy).
 PLUGIN = 'mrbot_capture_plugin'
+_CREDENTIAL = re.compile(r'TOKEN|SECRET|PASSWORD|CREDENTIAL|_KEY$|JWT', re.IGNORECASE)
 # How the origin of a launch made by a benchmark row starts (a test's origin is its pytest node id).
 BENCH_ORIGIN = 'bench:'
 _SIGNATURE_KEYS = ('signature', 'constant_keys', 'constant_vals', 'attrs_keys', 'attrs_vals', 'options')
@@ -149,24 +154,48 @@ def bench_rows(specs: list[OpSpec]) -> list[dict]:
             for spec in specs for mode in spec.modes for shape, dims in spec.shapes.items()]
 
 
+def compile_environment() -> dict[str, str]:
+    """The environment of every process that runs or imports the repository's code for `mrbot compile`: never
+    interpreted, so that launches reach Triton's compile path and kernels import as JIT functions; GPUs hidden, so that
+    every machine captures alike; and no variable that looks like a credential, since in CI that code is the pull
+    request's."""
+    env = {name: value for name, value in os.environ.items() if not _CREDENTIAL.search(name)}
+    env.update({'TRITON_INTERPRET': '0', 'CUDA_VISIBLE_DEVICES': '', 'PYTHONUNBUFFERED': '1'})
+    return env
+
+
 def _environment(folder: Path, plugin_dir: Path | None) -> dict[str, str]:
-    env = dict(os.environ)
-    # never interpreted, so that launches reach Triton's compile path; GPUs hidden, so that every machine captures alike
-    env.update({'TRITON_INTERPRET': '0', 'CUDA_VISIBLE_DEVICES': '', capture.DIR_VARIABLE: str(folder),
-                'PYTHONUNBUFFERED': '1'})
+    env = {**compile_environment(), capture.DIR_VARIABLE: str(folder)}
     if plugin_dir is not None:
         env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(plugin_dir), os.environ.get('PYTHONPATH')]))
         env['PYTEST_PLUGINS'] = PLUGIN
     return env
 
 
-def _run(command: list[str], root: Path, env: dict[str, str], timeout: float, log: Path) -> str:
-    """Run a capture process in a session of its own; returns '' or why its capture may be incomplete."""
+def _memory_share(jobs: int) -> int:
+    """Bytes of memory each of `jobs` capture processes may take: an equal share of what is available now."""
+    try:
+        with open('/proc/meminfo') as info:
+            available = next(int(line.split()[1]) * 1024 for line in info if line.startswith('MemAvailable:'))
+    except (OSError, StopIteration, ValueError):
+        return 0
+    return int(available * 0.9) // max(1, jobs)
+
+
+def _run(command: list[str], root: Path, env: dict[str, str], timeout: float, log: Path, memory: int) -> str:
+    """Run a capture process in a session of its own, its memory capped at `memory` bytes (0: uncapped), so that a
+    test that allocates beyond it fails there instead of drawing the out-of-memory killer; returns '' or why its
+    capture may be incomplete."""
+
+    def cap_memory() -> None:
+        if memory:
+            resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
     with log.open('ab') as output:
         process = subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=cap_memory)
         try:
-            process.wait(timeout=timeout)
+            returncode = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
@@ -176,6 +205,8 @@ def _run(command: list[str], root: Path, env: dict[str, str], timeout: float, lo
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             raise
+    if returncode < 0:
+        return f'killed by {signal.Signals(-returncode).name}; the launches seen until then were kept'
     return ''
 
 
@@ -192,54 +223,63 @@ def _read_launches(folder: Path) -> list[Launch]:
     return sorted(merged.values(), key=lambda x: (x.path, x.line, x.identity))
 
 
-def _content_key(root: Path, tests: list[str], rows: list[dict]) -> str:
+def _content_key(root: Path, tests: list[str], rows: list[dict], test_seconds: int) -> str:
     """A hash of everything a capture depends on: every Python file's content, the pyproject, what runs, and Triton."""
     digest = hashlib.sha256()
     for path, entry in sorted(load_index(root).items()):
         digest.update(f'{path}\0{entry["hash"]}\n'.encode())
     pyproject = root / 'pyproject.toml'
     digest.update(pyproject.read_bytes() if pyproject.is_file() else b'')
-    digest.update(json.dumps([tests, rows, triton.__version__, Path(capture.__file__).read_text()],
+    digest.update(json.dumps([tests, rows, test_seconds, triton.__version__, Path(capture.__file__).read_text()],
                              sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
-def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, pytest_args: tuple[str, ...] = (),
+def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
                      use_cache: bool = True) -> Capture:
-    """The launches that the test files and benchmark rows make, each run once with the capture in place."""
+    """The launches that the test files (one pytest process each, `jobs` at a time, `timeout` seconds per file and
+    `test_seconds` per test) and the benchmark rows (one process) make, with the capture in place."""
     cache = root / '.mrbot' / 'cache' / CACHE_FILE
-    key = _content_key(root, tests, rows)
+    key = _content_key(root, tests, rows, test_seconds)
     if use_cache:
         with contextlib.suppress(OSError, ValueError, MrbotError):
             data = json.loads(cache.read_text(encoding='utf-8'))
             if isinstance(data, dict) and data.get('key') == key:
                 return Capture.from_json(data.get('capture'), str(cache))
     start = time.monotonic()
-    problems = []
-    log = state_dir(root, 'compile') / 'capture.log'
-    log.write_bytes(b'')
+    logs = state_dir(root, 'compile', 'capture')
+    for stale in logs.glob('*.log'):
+        stale.unlink()
+    memory = _memory_share(jobs)
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:
         folder = Path(scratch)
         plugin_dir = folder / 'plugin'
         plugin_dir.mkdir()
         shutil.copyfile(capture.__file__, plugin_dir / f'{PLUGIN}.py')
-        if tests:
-            command = [sys.executable, '-m', 'pytest', *tests, '-q', '-p', 'no:cacheprovider', *pytest_args]
-            problem = _run(command, root, _environment(folder, plugin_dir), timeout, log)
-            if problem:
-                problems.append(f'tests: {problem}')
+        env = {**_environment(folder, plugin_dir), capture.SECONDS_VARIABLE: str(test_seconds)}
+
+        def run_tests(test: str) -> str:
+            log = logs / f"{test.replace('/', '.')}.log"
+            problem = _run([sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider'], root, env, timeout,
+                           log, memory)
+            return f'{test}: {problem} (log: {log.relative_to(root)})' if problem else ''
+
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tests) or 1))) as pool:
+            problems = [problem for problem in pool.map(run_tests, tests) if problem]
         if rows:
             rows_file = folder / 'rows.json'
             rows_file.write_text(json.dumps(rows), encoding='utf-8')
-            command = [sys.executable, str(plugin_dir / f'{PLUGIN}.py'), str(BENCH_WORKER), str(rows_file)]
-            before = log.stat().st_size
-            problem = _run(command, root, _environment(folder, None), timeout, log)
+            log = logs / 'benchmark-rows.log'
+            problem = _run([sys.executable, str(plugin_dir / f'{PLUGIN}.py'), str(BENCH_WORKER), str(rows_file)], root,
+                           _environment(folder, None), timeout, log, memory * max(1, jobs))
             if problem:
-                problems.append(f'benchmarks: {problem}')
-            with log.open('rb') as output:
-                output.seek(before)
-                problems += [f'benchmark row {line}' for line in output.read().decode(errors='replace').splitlines()
-                             if line.startswith(capture.ROW_FAILED)]
+                problems.append(f'benchmark rows: {problem} (log: {log.relative_to(root)})')
+            problems += [f'benchmark {line}' for line in log.read_text(errors='replace').splitlines()
+                         if line.startswith(capture.ROW_FAILED)]
+        stopped = [line for file in sorted(folder.glob('stopped-*.txt')) for line in file.read_text().splitlines()]
+        if stopped:
+            problems.append(f'{len(stopped)} tests stopped after {test_seconds} s each, their launches until '
+                            f"then kept: {', '.join(stopped[:3])}{', ...' if len(stopped) > 3 else ''}")
         launches = _read_launches(folder)
     result = Capture(tuple(launches), tuple(tests), tuple(row['label'] for row in rows), tuple(problems),
                      time.monotonic() - start)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from typing import Any
 import triton
 
 from mrbot.compile import worker as worker_module
-from mrbot.compile.launches import Capture, Launch, capture_launches
+from mrbot.compile.launches import Capture, Launch, capture_launches, compile_environment
 from mrbot.compile.plan import CompilePlan, Kernel
 from mrbot.compile.targets import Target
 from mrbot.config import state_dir
@@ -219,8 +218,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
     pending.sort(key=lambda i: work[i][2] != 'sass')
     lock = threading.Lock()
     done = len(work) - len(pending)
-    # never interpreted, so that the kernels import as compilable JIT functions
-    env = {**os.environ, 'TRITON_INTERPRET': '0', 'CUDA_VISIBLE_DEVICES': ''}
+    env = compile_environment()
 
     def serve(worker: _Worker) -> None:
         nonlocal done
@@ -279,13 +277,14 @@ def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str) 
 
 
 def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], depth: str, jobs: int, timeout: float,
-                 progress: Callable[[str], None] | None = None, use_cache: bool = True) -> CompileMatrix:
+                 test_seconds: int, progress: Callable[[str], None] | None = None,
+                 use_cache: bool = True) -> CompileMatrix:
     """Capture the launches of the plan's tests and benchmark rows, keep those of its kernels, and compile each for
     every target."""
     start = time.monotonic()
     say = progress or (lambda _: None)
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
-    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, use_cache=use_cache)
+    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     work = plan_cells(launches, targets, depth)

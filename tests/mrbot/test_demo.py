@@ -17,7 +17,7 @@ def test_demo_prints_a_complete_body_for_the_example_change(capsys):
     assert f'running mrbot prepare --base {base} there' in progress
     assert [line for line in body.splitlines() if line.startswith('## ')] == [
         '## Summary', '## Test plan', '## Benchmark / NCU', '## Breaking changes', '## Checklist']
-    assert '- [Simple GLA] Try 4 pipeline stages in the chunk autotune space (`' in body
+    assert '- [Simple GLA] Try unpipelined configs in the chunk autotune space (`' in body
     assert '| fla/ops/simple_gla | `fla/ops/simple_gla/chunk.py` | modified | +1 / -1 |' in body
     assert 'added cases `T65-one-token-past-a-chunk`' in body
     plan = re.search(r'Dependent tests, run on \*\*(.*?)\*\*: (\d+) passed, (\d+) failed', body)
@@ -28,3 +28,9 @@ def test_demo_prints_a_complete_body_for_the_example_change(capsys):
     assert f'**Pending (no GPU here; or comment `/bench chunk_simple_gla` on the PR): `mrbot bench --op chunk_simple_gla ' \
            f'--base {base}`' in body
     assert '- [x] Dependent tests pass' in body and '- [ ] Before/after benchmark on sm_90 or newer' in body
+    # the three chunk kernels the change reaches, compiled for both targets, each fitting
+    compiled = re.findall(r'^\| `(chunk_simple_gla_\w+)` \(`fla/ops/simple_gla/chunk.py:\d+`\) \| ok, \d+ KiB of 227 KiB '
+                          r'shared.* \| ok, \d+ KiB of 227 KiB shared \|$', body, re.MULTILINE)
+    assert sorted(compiled) == ['chunk_simple_gla_bwd_kernel_dkvg', 'chunk_simple_gla_bwd_kernel_dq',
+                                'chunk_simple_gla_fwd_kernel']
+    assert re.search(r'^- \[x\] Kernels compile for sm_90 and sm_100 \(\d+ kernels in \d+ compiles, ', body, re.MULTILINE)

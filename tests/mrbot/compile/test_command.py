@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -181,3 +182,45 @@ def test_an_unknown_target_is_one_line_naming_the_known(library, capsys):
     assert main(['compile', '--all', '--targets', 'sm_91']) == 2
     assert capsys.readouterr().err.strip() == ("mrbot compile: error: --targets: unknown target 'sm_91'; expected some "
                                                'of sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, sm_120')
+
+
+def test_the_captured_tests_see_no_credential(library, monkeypatch, capsys):
+    monkeypatch.setenv('GITHUB_TOKEN', 'ghs_secret')
+    monkeypatch.setenv('CI_JOB_TOKEN', 'glcbt-secret')
+    library.write({'tests/test_environment.py': HEADER + textwrap.dedent('''
+        import os
+        from pathlib import Path
+
+        import lib.ops
+
+
+        def test_record_the_environment():
+            names = sorted(name for name in os.environ if 'TOKEN' in name)
+            Path('seen.txt').write_text(' '.join(names) or 'none')
+    ''')})
+    main(['compile', '--all', '--targets', 'sm_90'])
+    assert (library.root / 'seen.txt').read_text() == 'none'
+
+
+def test_a_test_past_its_seconds_is_stopped_and_its_launches_kept(library, capsys):
+    library.write({'pyproject.toml': PYPROJECT + 'compile-test-seconds = 2\n',
+                   'tests/test_slow.py': HEADER + textwrap.dedent('''
+        import time
+
+        import torch
+
+        from lib.ops import total
+
+
+        def test_then_wait():
+            total(torch.arange(100, dtype=torch.float64))
+            time.sleep(120)
+    ''')})
+    started = time.monotonic()
+    main(['compile', '--all', '--targets', 'sm_90', '--format', 'json'])
+    assert time.monotonic() - started < 90
+    report = json.loads(capsys.readouterr().out)['compile']
+    assert report['capture']['problems'] == ['1 tests stopped after 2 s each, their launches until then kept: '
+                                             'tests/test_slow.py::test_then_wait']
+    slow = [cell for cell in report['cells'] if 'tests/test_slow.py::test_then_wait' in cell['launch']['origins']]
+    assert [(cell['kernel'], cell['launch']['signature']['x']) for cell in slow] == [('total_kernel', '*fp64')]
