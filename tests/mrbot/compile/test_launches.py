@@ -1,0 +1,92 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""Launch capture: what Triton would specialize for each launch the tests make, with no GPU and no kernel run."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from mrbot.compile.launches import Launch, capture_launches
+
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+KERNELS = HEADER + textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.heuristics({'EVEN': lambda args: args['n'] % args['BLOCK'] == 0})
+    @triton.jit(do_not_specialize=['n'])
+    def scale_kernel(x, y, bias, n, factor, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        b_x = tl.load(x + o, mask=o < n, other=0) * factor
+        if bias is not None:
+            b_x += tl.load(bias + o, mask=o < n, other=0)
+        tl.store(y + o, b_x, mask=o < n)
+
+
+    def scale(x, factor, bias=None):
+        y = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(x.numel(), 64),)](x, y, bias, x.numel(), factor, BLOCK=64)
+        return y
+
+
+    @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4, 8)], key=['n'],
+                     prune_configs_by={'early_config_prune': lambda configs, args, **kwargs: configs[:2]})
+    @triton.jit
+    def copy_kernel(x, y, n, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        tl.store(y + o, tl.load(x + o, mask=o < n), mask=o < n)
+''')
+TESTS = HEADER + textwrap.dedent('''
+    import torch
+
+    from lib.kernels import copy_kernel, scale
+
+
+    def test_scale():
+        scale(torch.ones(100), 2.0)
+        scale(torch.ones(128, dtype=torch.bfloat16), 1, bias=torch.ones(128, dtype=torch.bfloat16))
+
+
+    def test_copy():
+        copy_kernel[(1,)](torch.ones(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32), 16, BLOCK=16)
+''')
+
+
+@pytest.fixture
+def captured(repo) -> list[Launch]:
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_kernels.py': TESTS})
+    capture = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60)
+    assert capture.problems == ()
+    return list(capture.launches)
+
+
+def _by_kernel(launches: list[Launch], kernel: str) -> list[Launch]:
+    return [launch for launch in launches if launch.kernel == kernel]
+
+
+def test_each_launch_is_specialized_as_triton_would_on_a_gpu(captured):
+    # sorted by the dtype of x: '*bf16' before '*fp32'
+    bfloat16, float32 = sorted(_by_kernel(captured, 'scale_kernel'),
+                               key=lambda launch: launch.specialization['signature']['x'])
+    for launch in (float32, bfloat16):
+        assert (launch.path, launch.line, launch.config) == ('lib/kernels.py', 11, '')
+        assert launch.origins == ('tests/test_kernels.py::test_scale',)
+    # a None argument and an integer equal to 1 become compile-time constants; do_not_specialize keeps n an i32
+    assert bfloat16.specialization['signature'] == {'x': '*bf16', 'y': '*bf16', 'bias': '*bf16', 'n': 'i32',
+                                                    'factor': 'constexpr', 'BLOCK': 'constexpr', 'EVEN': 'constexpr'}
+    assert bfloat16.constants() == {'factor': 1, 'BLOCK': 64, 'EVEN': True}
+    assert float32.specialization['signature']['bias'] == 'constexpr'
+    assert float32.specialization['signature']['factor'] == 'fp32'
+    # the heuristic saw the arguments: 100 is no multiple of 64
+    assert float32.constants() == {'bias': None, 'BLOCK': 64, 'EVEN': False}
+
+
+def test_an_autotuned_launch_is_captured_once_per_config_its_pruning_keeps(captured):
+    launches = _by_kernel(captured, 'copy_kernel')
+    assert [(launch.config_index, launch.configs, launch.specialization['options']) for launch in launches] == [
+        (0, 2, {'num_warps': 2}), (1, 2, {})]
+    assert launches[0].specialization['signature']['x'] == '*i32'
