@@ -61,8 +61,8 @@ def does_not_compile(context: Context) -> Iterator[Violation]:
     The specializations are the ones the tests and benchmark rows launch (pointer dtypes, integer widths, compile-time
     values, each autotune config). A finding names the compiler's first line and the source line it points at: a
     type error in the kernel's code (a loop-carried variable that changes type), a pass that fails for one
-    architecture, or a compiler that aborts (reported with what it printed). A compile that does not finish in time is
-    reported as a warning. The Triton interpreter, which runs the tests without a GPU, checks none of this.
+    architecture, a compiler that aborts (reported with what it printed), or a compile that does not finish within
+    `mrbot compile --timeout`. The Triton interpreter, which runs the tests without a GPU, checks none of this.
 
     A kernel that does not compile for a GPU fails every test and every user on it, even when all tests passed under
     the interpreter.
@@ -84,8 +84,7 @@ def does_not_compile(context: Context) -> Iterator[Violation]:
         verb = 'did not finish compiling' if result.status == 'timeout' else 'does not compile'
         yield Violation(path, line, f'{cell.launch.kernel} ({cell.launch.path}:{cell.launch.line}) {verb} for '
                                     f'{_targets(cells)} with Triton {context.compile_matrix.triton}: {result.error}; '
-                                    f'{_of(cells, context)}',
-                        severity='warning' if result.status == 'timeout' else None)
+                                    f'{_of(cells, context)}')
 
 
 @rule('CMP002', "Shared memory over the target's per-block limit", 'error',
@@ -140,7 +139,7 @@ def register_spills(context: Context) -> Iterator[Violation]:
                         f'{worst.launch.describe()}; {len(cells)} of the specializations compiled through ptxas spill')
 
 
-@rule('CMP004', 'Kernel that no test or benchmark launches', 'note',
+@rule('CMP004', 'Kernel that no test or benchmark launches', 'warning',
       'add a test (or a benchmark shape) that calls the op this kernel serves', scope='file')
 def not_launched(context: Context) -> Iterator[Violation]:
     """Reports kernels of the files the change reaches that none of the captured tests and benchmark rows launched,

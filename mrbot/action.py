@@ -109,17 +109,13 @@ def _connect(kind: str, project: str, environ: Mapping[str, str]):
 def check_report(root: Path, config: Config, base: str, head: str, title: str | None, body: str | None) -> dict:
     """`mrbot check` on base..head as the artifact of a report: comment body, check run and job summary.
 
-    The kernels the change reaches are compiled too when the working tree is the head, as in the PR's checkout.
+    It runs none of the pull request's code, so its kernels are not compiled here (`mrbot compile` runs their tests):
+    that belongs with the tests, in a job whose result the pull request's code can decide (docs/ci.md).
     """
     base = git.merge_base(root, base, head)
     change = git.changeset(root, base, head, title, body, 'forge', 'forge', max_bytes=config.max_file_bytes)
     rules = all_rules()
-    matrix = None
-    if git.resolve(root, 'HEAD') == git.resolve(root, head) and not git.changed_paths(root, 'HEAD', None):
-        from mrbot.compile.command import compile_change
-
-        matrix = compile_change(root, config, [f.path for f in change.files])
-    report: CheckReport = evaluate(change, config, rules, matrix)
+    report: CheckReport = evaluate(change, config, rules)
     markdown = format_report(report, 'markdown', rules)
     annotations = [{'path': f.path, 'line': f.line, 'level': SEVERITY_LEVELS[f.severity],
                     'message': f.message + (f' Fix: {f.hint}' if f.hint else ''), 'title': f.rule}

@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     except MrbotError as error:
         print(f'mrbot {args.command}: error: {error}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # what finished before the interrupt is kept where a command keeps it (a cache, a record); the rest is not
+        print(f'mrbot {args.command}: interrupted', file=sys.stderr)
+        return 130
 
 
 if __name__ == '__main__':

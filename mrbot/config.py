@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -35,8 +36,20 @@ DEFAULT_RUNNERS = {'hopper': ['self-hosted', 'linux', 'x64', 'gpu', 'sm90'],
 
 def state_dir(root: Path, *parts: str) -> Path:
     """A folder under the repository's `.mrbot/`, created on first use; like .pytest_cache, `.mrbot/` ignores itself,
-    so nothing mrbot keeps there ever shows up as a change."""
+    so nothing mrbot keeps there ever shows up as a change.
+
+    A repository can commit neither: a link on the way (mrbot would write, and delete, where it points) nor tracked
+    files under `.mrbot/` (caches it would believe) are accepted.
+    """
     folder = root.joinpath(STATE, *parts)
+    for step in (root.joinpath(STATE, *parts[:i]) for i in range(len(parts) + 1)):
+        if step.is_symlink():
+            raise MrbotError(f'{step.relative_to(root)} is a symbolic link: mrbot keeps its state in a real folder there; '
+                             'remove the link')
+    tracked = subprocess.run(['git', 'ls-files', '--', STATE], cwd=root, capture_output=True, text=True).stdout
+    if tracked.strip():
+        raise MrbotError(f'{STATE}/ holds files git tracks ({tracked.split()[0]}, ...): it is mrbot\'s own cache, which '
+                         f'a commit must not supply; git rm -r --cached {STATE}')
     folder.mkdir(parents=True, exist_ok=True)
     (root / STATE / '.gitignore').write_text('*\n')
     return folder

@@ -93,10 +93,12 @@ def checklist(record: dict) -> list[dict]:
         items.append(('No kernel reached, so none to compile', True, 'import graph'))
     elif compiled:
         failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] != 'ok' for t in k['targets'].values())]
-        items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing,
-                      f"{', '.join(failing)} fail or overrun shared memory" if failing else
-                      f"{plural(len(compiled['kernels']), 'kernel')} in {plural(compiled['cells'], 'compile')}, "
-                      f"the Compiles for table"))
+        unlaunched = [k['kernel'] for k in compiled['unlaunched']]
+        why = (f"{', '.join(failing)} fail or overrun shared memory" if failing else
+               f"{', '.join(unlaunched)} launched by no test, so not compiled" if unlaunched else
+               f"{plural(len(compiled['kernels']), 'kernel')} in {plural(compiled['cells'], 'compile')}, the Compiles for "
+               'table')
+        items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing and not unlaunched, why))
     else:
         items.append(('Kernels compile for every GPU target', False, steps.get('compile', {}).get('detail', 'not run')))
     if record['ops']:

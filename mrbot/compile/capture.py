@@ -9,7 +9,7 @@ Triton's own argument specialization (pointer dtypes, integer widths, integers e
 `do_not_specialize`, heuristics) up to the point of compiling, where the hook records Triton's serialized
 specialization and tells Triton to skip the compile; nothing runs, so outputs are garbage and test results
 meaningless, but every launch the code makes on the way is seen. An autotuned kernel is launched once per config
-that its `early_config_prune` keeps (never timed; pre-hooks are noted, not run). Each process appends what it saw to
+that Triton's pruning keeps (never timed; pre-hooks are noted, not run). Each process appends what it saw to
 `launches-<pid>.jsonl` in MRBOT_CAPTURE_DIR.
 
 It imports only the standard library until the first launch (`mrbot compile` loads a copy of it by file, like the
@@ -129,11 +129,18 @@ def _defaults() -> dict:
 
 
 def _autotuned_run(self, *args: Any, **kwargs: Any) -> None:
-    """`Autotuner.run` under capture: one launch per config its early pruning keeps, none timed."""
+    """`Autotuner.run` under capture: one launch per config that Triton's own pruning keeps (`early_config_prune`,
+    then `perf_model`), none timed."""
+    from triton.runtime.errors import AutotunerError
+
     self.nargs = dict(zip(self.arg_names, args, strict=False))
-    configs = self.configs
-    if self.early_config_prune:
-        configs = self.early_config_prune(self.configs, self.nargs, **kwargs) or self.configs
+    try:
+        configs = self.prune_configs(kwargs) if len(self.configs) > 1 else self.configs
+    except AutotunerError:
+        # nothing left after pruning: the launch fails so on a GPU too
+        raise
+    except Exception:  # a pruning that asks the device, which is not there: the whole space, as the safe side
+        configs = self.configs
     for index, config in enumerate(configs):
         token = _CONFIG.set((str(config), index, len(configs), config.pre_hook is not None))
         try:

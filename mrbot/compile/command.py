@@ -126,7 +126,8 @@ def _format(report: CheckReport, matrix: CompileMatrix, fmt: str, rules: list) -
         return json.dumps({**report.to_json(), 'compile': matrix.to_json()}, indent=2) + '\n'
     if fmt != 'text':
         return format_report(report, fmt, rules)
-    lines = [format_table(matrix).rstrip('\n')]
+    lines = [format_table(matrix).rstrip('\n') if matrix.cells else 'no kernel the change reaches was launched by a test or '
+             'benchmark row']
     lines += [f'{f.path}:{f.line}: {f.severity} {f.rule} {f.message}' for f in report.findings]
     lines += [f'capture: {problem}' for problem in matrix.capture.problems]
     counts = {s: sum(f.severity == s for f in report.findings) for s in ('error', 'warning', 'note')}

@@ -4,9 +4,10 @@
 
 The capture itself happens in child processes (`mrbot/compile/capture.py`): one pytest run per test file, with the
 capture loaded as a plugin, and one process calling the benchmark rows forward and backward; a test file that hangs,
-crashes or runs out of its memory share loses only its own remaining launches. This module starts
-them, reads what they wrote back into `Launch` records, and keeps the result under `.mrbot/cache/` keyed by the
-content of every Python file of the repository, so that an unchanged tree is not captured twice.
+crashes or runs out of its memory share loses only its own remaining launches. This module starts them, reads what
+they wrote back into `Launch` records, and keeps each process's result under `.mrbot/cache/capture/`, keyed by the
+content of every Python file of the repository and what the process runs, so that an unchanged tree is not captured
+twice and a stopped capture resumes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,14 +36,19 @@ from mrbot.bench.harness import WORKER as BENCH_WORKER
 from mrbot.bench.specs import OpSpec
 from mrbot.compile import capture
 from mrbot.config import state_dir
+from mrbot.git import run_git
 from mrbot.records import MrbotError
-from mrbot.selection import load_index
+from mrbot.testing import plural
 
 SCHEMA = 1
-CACHE_FILE = 'compile-capture.json'
 # The module name the capture plugin is loaded under in test processes (see mrbot/prepare.py for why by copy).
 PLUGIN = 'mrbot_capture_plugin'
-_CREDENTIAL = re.compile(r'TOKEN|SECRET|PASSWORD|CREDENTIAL|_KEY$|JWT', re.IGNORECASE)
+# Variables a test must not see: credentials by the words their names use, and the files through which a CI step
+# changes the steps after it.
+_CREDENTIAL = re.compile(r'TOKEN|SECRET|PASS|CREDENTIAL|AUTH|KEY|JWT|CERT|COOKIE|SESSION|_PAT$|^GITHUB_(ENV|OUTPUT|PATH|'
+                         r'STEP_SUMMARY)$', re.IGNORECASE)
+# A value that carries a password in a URL: scheme://user:password@host
+_URL_WITH_PASSWORD = re.compile(r'://[^/\s:@]+:[^/\s@]+@')
 # How the origin of a launch made by a benchmark row starts (a test's origin is its pytest node id).
 BENCH_ORIGIN = 'bench:'
 _SIGNATURE_KEYS = ('signature', 'constant_keys', 'constant_vals', 'attrs_keys', 'attrs_vals', 'options')
@@ -134,17 +141,6 @@ class Capture:
                 'problems': list(self.problems), 'seconds': round(self.seconds, 3),
                 'launches': [launch.to_json() for launch in self.launches]}
 
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Capture:
-        if not isinstance(data, dict) or data.get('schema') != SCHEMA:
-            raise MrbotError(f'{where}: expected a capture record with "schema": {SCHEMA}')
-        for key in ('tests', 'bench_rows', 'problems', 'launches'):
-            if not isinstance(data.get(key), list):
-                raise MrbotError(f'{where}: field {key!r}: expected a list')
-        launches = tuple(Launch.from_json(item, f'{where} launch {i}') for i, item in enumerate(data['launches']))
-        return cls(launches, tuple(map(str, data['tests'])), tuple(map(str, data['bench_rows'])),
-                   tuple(map(str, data['problems'])), float(data.get('seconds', 0)), cached=True)
-
 
 def bench_rows(specs: list[OpSpec]) -> list[dict]:
     """One row per op, declared mode and declared shape: the calls the benchmarks make."""
@@ -159,7 +155,8 @@ def compile_environment() -> dict[str, str]:
     interpreted, so that launches reach Triton's compile path and kernels import as JIT functions; GPUs hidden, so that
     every machine captures alike; and no variable that looks like a credential, since in CI that code is the pull
     request's."""
-    env = {name: value for name, value in os.environ.items() if not _CREDENTIAL.search(name)}
+    env = {name: value for name, value in os.environ.items()
+           if not _CREDENTIAL.search(name) and not _URL_WITH_PASSWORD.search(value)}
     env.update({'TRITON_INTERPRET': '0', 'CUDA_VISIBLE_DEVICES': '', 'PYTHONUNBUFFERED': '1'})
     return env
 
@@ -182,108 +179,202 @@ def _memory_share(jobs: int) -> int:
     return int(available * 0.9) // max(1, jobs)
 
 
-def _run(command: list[str], root: Path, env: dict[str, str], timeout: float, log: Path, memory: int) -> str:
-    """Run a capture process in a session of its own, its memory capped at `memory` bytes (0: uncapped), so that a
-    test that allocates beyond it fails there instead of drawing the out-of-memory killer; returns '' or why its
-    capture may be incomplete."""
+class _Processes:
+    """The capture processes running now, so that an interrupt, which only the main thread sees, can end them all."""
 
-    def cap_memory() -> None:
+    def __init__(self) -> None:
+        self.running: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, command: list[str], root: Path, env: dict[str, str], timeout: float, log: Path, memory: int) -> str:
+        """Run a capture process in a session of its own, its memory capped at `memory` bytes (0: uncapped), so that a
+        test that allocates beyond it fails there instead of drawing the out-of-memory killer; whatever it leaves
+        running is ended with it. Returns '' or why its capture may be incomplete."""
+        with log.open('ab') as output, self.lock:
+            if self.stopping:
+                return 'not run: interrupted'
+            process = subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+            self.running.add(process)
         if memory:
-            resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
-
-    with log.open('ab') as output:
-        process = subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=cap_memory)
+            with contextlib.suppress(OSError):
+                resource.prlimit(process.pid, resource.RLIMIT_DATA, (memory, memory))
         try:
             returncode = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            returncode = None
+        finally:
+            self._end(process)
+        if self.stopping:
+            return 'interrupted'
+        if returncode is None:
             return f'stopped after {timeout:g} s; the launches seen until then were kept'
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            raise
-    if returncode < 0:
-        return f'killed by {signal.Signals(-returncode).name}; the launches seen until then were kept'
-    return ''
+        if returncode < 0:
+            return f'killed by {signal.Signals(-returncode).name}; the launches seen until then were kept'
+        return ''
+
+    def _end(self, process: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        with self.lock:
+            self.running.discard(process)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopping = True
+            running = list(self.running)
+        for process in running:
+            self._end(process)
 
 
-def _read_launches(folder: Path) -> list[Launch]:
+def _read_launches(files: list[Path]) -> tuple[list[dict], int]:
+    """The launch records the capture processes wrote, as JSON objects, and how many lines were not one."""
+    records, malformed = [], 0
+    for file in files:
+        for line in file.read_text(encoding='utf-8', errors='replace').splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                records.append(record)
+            else:
+                malformed += 1
+    return records, malformed
+
+
+def _merged(records: list[dict]) -> tuple[list[Launch], int]:
+    """Launches from their records, one per identity, with up to three origins each; and how many records were not
+    launches (the tests run the repository's code, which can write anything where the capture writes)."""
     merged: dict[str, Launch] = {}
-    for file in sorted(folder.glob('launches-*.jsonl')):
-        for number, line in enumerate(file.read_text(encoding='utf-8').splitlines(), 1):
-            launch = Launch.from_json(json.loads(line), f'{file.name}:{number}')
-            known = merged.get(launch.identity)
-            if known is None:
-                merged[launch.identity] = launch
-            elif len(known.origins) < 3 and not set(launch.origins) <= set(known.origins):
-                merged[launch.identity] = Launch(**{**known.__dict__, 'origins': (*known.origins, *launch.origins)[:3]})
-    return sorted(merged.values(), key=lambda x: (x.path, x.line, x.identity))
+    malformed = 0
+    for record in records:
+        try:
+            launch = Launch.from_json(record, 'a launch record')
+        except MrbotError:
+            malformed += 1
+            continue
+        known = merged.get(launch.identity)
+        if known is None:
+            merged[launch.identity] = launch
+        elif len(known.origins) < 3 and not set(launch.origins) <= set(known.origins):
+            merged[launch.identity] = Launch(**{**known.__dict__, 'origins': (*known.origins, *launch.origins)[:3]})
+    return sorted(merged.values(), key=lambda x: (x.path, x.line, x.identity)), malformed
 
 
-def _content_key(root: Path, tests: list[str], rows: list[dict], test_seconds: int) -> str:
-    """A hash of everything a capture depends on: every Python file's content, the pyproject, what runs, and Triton."""
-    digest = hashlib.sha256()
-    for path, entry in sorted(load_index(root).items()):
-        digest.update(f'{path}\0{entry["hash"]}\n'.encode())
-    pyproject = root / 'pyproject.toml'
-    digest.update(pyproject.read_bytes() if pyproject.is_file() else b'')
-    digest.update(json.dumps([tests, rows, test_seconds, triton.__version__, Path(capture.__file__).read_text()],
-                             sort_keys=True, default=str).encode())
+def _tree_key(root: Path, test_seconds: int) -> str:
+    """A hash of everything a capture depends on besides what it runs: every file of the working tree that git does
+    not ignore (data files and configuration too), the pyproject, the seconds per test, the versions of Python, torch
+    and Triton, and the capture's own code."""
+    import torch
+
+    digest = hashlib.sha256(run_git(root, 'ls-files', '--stage', '-z'))
+    status = run_git(root, 'status', '--porcelain=v1', '-z', '--untracked-files=all').decode(errors='replace')
+    for entry in sorted(filter(None, status.split('\0'))):
+        path = root / entry[3:]
+        digest.update(entry.encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    digest.update(json.dumps([test_seconds, sys.version, torch.__version__, triton.__version__,
+                              Path(capture.__file__).read_text()]).encode())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One capture process: a test file, or the benchmark rows; `key` names its result in the cache."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    memory: int
+    key: str
+
+    @property
+    def cache_file(self) -> str:
+        return f'{hashlib.sha256(self.name.encode()).hexdigest()[:24]}.json'
+
+
+def _cached(folder: Path, unit: _Unit) -> dict | None:
+    """The stored result of a unit, when it was made from the same tree and is well formed."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((folder / unit.cache_file).read_text(encoding='utf-8'))
+        if (isinstance(data, dict) and data.get('key') == unit.key and isinstance(data.get('launches'), list)
+                and all(isinstance(data.get(name), list) for name in ('stopped', 'problems'))):
+            return data
+    return None
 
 
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
                      use_cache: bool = True) -> Capture:
-    """The launches that the test files (one pytest process each, `jobs` at a time, `timeout` seconds per file and
-    `test_seconds` per test) and the benchmark rows (one process) make, with the capture in place."""
-    cache = root / '.mrbot' / 'cache' / CACHE_FILE
-    key = _content_key(root, tests, rows, test_seconds)
-    if use_cache:
-        with contextlib.suppress(OSError, ValueError, MrbotError):
-            data = json.loads(cache.read_text(encoding='utf-8'))
-            if isinstance(data, dict) and data.get('key') == key:
-                return Capture.from_json(data.get('capture'), str(cache))
+    """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
+    test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
+
+    Each process's result is kept under `.mrbot/cache/capture/` as soon as it ends, so an unchanged tree captures
+    nothing twice, and a run that was stopped resumes where it was.
+    """
     start = time.monotonic()
-    logs = state_dir(root, 'compile', 'capture')
-    for stale in logs.glob('*.log'):
-        stale.unlink()
+    tree = _tree_key(root, test_seconds)
+    logs, stored = state_dir(root, 'compile', 'capture'), state_dir(root, 'cache', 'capture')
     memory = _memory_share(jobs)
+    processes = _Processes()
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:
         folder = Path(scratch)
-        plugin_dir = folder / 'plugin'
-        plugin_dir.mkdir()
-        shutil.copyfile(capture.__file__, plugin_dir / f'{PLUGIN}.py')
-        env = {**_environment(folder, plugin_dir), capture.SECONDS_VARIABLE: str(test_seconds)}
-
-        def run_tests(test: str) -> str:
-            log = logs / f"{test.replace('/', '.')}.log"
-            problem = _run([sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider'], root, env, timeout,
-                           log, memory)
-            return f'{test}: {problem} (log: {log.relative_to(root)})' if problem else ''
-
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tests) or 1))) as pool:
-            problems = [problem for problem in pool.map(run_tests, tests) if problem]
+        plugin = folder / f'{PLUGIN}.py'
+        shutil.copyfile(capture.__file__, plugin)
+        # --maxfail=0 after the repository's own options: a -x there would end the file at its first garbage result
+        units = [_Unit(test, [sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider', '--maxfail=0'],
+                       {**_environment(folder / str(number), folder), capture.SECONDS_VARIABLE: str(test_seconds)},
+                       memory, hashlib.sha256(f'{tree}\0{test}'.encode()).hexdigest())
+                 for number, test in enumerate(tests)]
         if rows:
             rows_file = folder / 'rows.json'
             rows_file.write_text(json.dumps(rows), encoding='utf-8')
-            log = logs / 'benchmark-rows.log'
-            problem = _run([sys.executable, str(plugin_dir / f'{PLUGIN}.py'), str(BENCH_WORKER), str(rows_file)], root,
-                           _environment(folder, None), timeout, log, memory * max(1, jobs))
-            if problem:
-                problems.append(f'benchmark rows: {problem} (log: {log.relative_to(root)})')
+            units.append(_Unit('benchmark rows', [sys.executable, str(plugin), str(BENCH_WORKER), str(rows_file)],
+                               _environment(folder / 'rows', None), memory,
+                               hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
+
+        def run_unit(unit: _Unit) -> tuple[dict, bool]:
+            if use_cache and (data := _cached(stored, unit)) is not None:
+                return data, True
+            out = Path(unit.env[capture.DIR_VARIABLE])
+            out.mkdir()
+            log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
+            log.write_bytes(b'')
+            problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
+            problems = [f'{unit.name}: {problem} (log: {log.relative_to(root)})'] if problem else []
             problems += [f'benchmark {line}' for line in log.read_text(errors='replace').splitlines()
                          if line.startswith(capture.ROW_FAILED)]
-        stopped = [line for file in sorted(folder.glob('stopped-*.txt')) for line in file.read_text().splitlines()]
-        if stopped:
-            problems.append(f'{len(stopped)} tests stopped after {test_seconds} s each, their launches until '
-                            f"then kept: {', '.join(stopped[:3])}{', ...' if len(stopped) > 3 else ''}")
-        launches = _read_launches(folder)
-    result = Capture(tuple(launches), tuple(tests), tuple(row['label'] for row in rows), tuple(problems),
-                     time.monotonic() - start)
-    with contextlib.suppress(OSError):
-        state_dir(root, 'cache')
-        cache.write_text(json.dumps({'key': key, 'capture': result.to_json()}), encoding='utf-8')
-    return result
+            records, malformed = _read_launches(sorted(out.glob('launches-*.jsonl')))
+            stopped = [line for file in sorted(out.glob('stopped-*.txt'))
+                       for line in file.read_text(errors='replace').splitlines()]
+            data = {'key': unit.key, 'launches': records, 'problems': problems, 'stopped': stopped,
+                    'malformed': malformed}
+            # a cut-short capture is not what a rerun would see
+            if not problem:
+                with contextlib.suppress(OSError):
+                    partial = stored / f'{unit.cache_file}.{threading.get_ident()}.partial'
+                    partial.write_text(json.dumps(data), encoding='utf-8')
+                    os.replace(partial, stored / unit.cache_file)
+            return data, False
+
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(units) or 1))) as pool:
+            try:
+                results = list(pool.map(run_unit, units))
+            except BaseException:
+                processes.stop()
+                raise
+    problems = [problem for data, _ in results for problem in data['problems']]
+    stopped = [test for data, _ in results for test in data['stopped']]
+    if stopped:
+        problems.append(f"{plural(len(stopped), 'test')} stopped after {test_seconds} s each, their launches until then "
+                        f"kept: {', '.join(stopped[:3])}{', ...' if len(stopped) > 3 else ''}")
+    launches, malformed = _merged([record for data, _ in results for record in data['launches']])
+    malformed += sum(data.get('malformed', 0) for data, _ in results)
+    if malformed:
+        problems.append(f"{plural(malformed, 'launch record')} in the capture's files ignored: not what the capture "
+                        'writes')
+    return Capture(tuple(launches), tuple(tests), tuple(row['label'] for row in rows), tuple(map(str, problems)),
+                   time.monotonic() - start, cached=all(hit for _, hit in results))

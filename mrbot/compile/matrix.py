@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,10 +76,11 @@ class CellResult:
         if any(value is not None and (not isinstance(value, int) or isinstance(value, bool)) for value in numbers.values()):
             raise MrbotError(f'{where}: shared, registers and spills must be integers or null, got {numbers}')
         text = {key: data.get(key, '') for key in ('error', 'error_path')}
-        if not all(isinstance(value, str) for value in text.values()) or not isinstance(data.get('error_line', 0), int):
-            raise MrbotError(f'{where}: error, error_path must be strings and error_line an integer')
-        return cls(data['status'], data['depth'], **numbers, **text, error_line=data.get('error_line', 0),
-                   seconds=float(data.get('seconds', 0.0)), cached=cached)
+        line, seconds = data.get('error_line', 0), data.get('seconds', 0.0)
+        if not (all(isinstance(value, str) for value in text.values()) and isinstance(line, int)
+                and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)):
+            raise MrbotError(f'{where}: error and error_path must be strings, error_line an integer, seconds a number')
+        return cls(data['status'], data['depth'], **numbers, **text, error_line=line, seconds=float(seconds), cached=cached)
 
 
 @dataclass(frozen=True)
@@ -126,27 +129,46 @@ def _cell_key(launch: Launch, target: Target, depth: str) -> str:
                                      hashlib.sha256(worker_code).hexdigest()]).encode()).hexdigest()
 
 
-def _load_cache(path: Path) -> dict[str, dict]:
+# Statuses a rerun would give again: a crash or a timeout may have been the machine's (an interrupt, a load spike).
+_LASTING = ('ok', 'error')
+# Cached results kept at most; the least recently used go first.
+_CACHE_CELLS = 50_000
+
+
+def load_cache(root: Path) -> dict[str, dict]:
+    """The cached cell results of the repository at `root`, read before anything of the repository runs."""
     with contextlib.suppress(OSError, ValueError):
-        data = json.loads(path.read_text(encoding='utf-8'))
+        data = json.loads((state_dir(root, 'cache') / CACHE_FILE).read_text(encoding='utf-8'))
         if isinstance(data, dict) and data.get('schema') == SCHEMA and isinstance(data.get('cells'), dict):
             return data['cells']
     return {}
 
 
+def _save_cache(root: Path, cache: dict[str, dict]) -> None:
+    """Write the cache whole or not at all (a second file renamed over the first)."""
+    kept = dict(list(cache.items())[-_CACHE_CELLS:])
+    with contextlib.suppress(OSError):
+        path = state_dir(root, 'cache') / CACHE_FILE
+        partial = path.with_suffix(f'.{os.getpid()}.partial')
+        partial.write_text(json.dumps({'schema': SCHEMA, 'cells': kept}), encoding='utf-8')
+        os.replace(partial, path)
+
+
 class _Worker:
-    """One compile process; replaced by a fresh one when it dies or overruns a cell."""
+    """One compile process, in a session of its own; replaced by a fresh one when it dies or overruns a cell."""
 
     def __init__(self, root: Path, env: dict[str, str], scratch: Path, number: int) -> None:
         self.root, self.env = root, env
         self.stderr_path = scratch / f'worker-{number}.stderr'
         self.process: subprocess.Popen | None = None
+        self.requests = 0
 
     def _start(self) -> subprocess.Popen:
         # read and write, so that the worker can read back what the compiler printed for the cell that failed
         stderr = self.stderr_path.open('w+b')
         process = subprocess.Popen([sys.executable, worker_module.__file__], cwd=self.root, env=self.env, text=True,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=1)
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=1,
+                                   start_new_session=True)
         stderr.close()
         return process
 
@@ -154,11 +176,13 @@ class _Worker:
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         process = self.process
+        self.requests += 1
+        request = {**request, 'id': self.requests}
         expired = threading.Event()
 
         def expire() -> None:
             expired.set()
-            process.kill()
+            self.kill()
 
         timer = threading.Timer(timeout, expire)
         timer.start()
@@ -166,14 +190,16 @@ class _Worker:
             process.stdin.write(json.dumps(request) + '\n')
             process.stdin.flush()
             answer = process.stdout.readline()
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, OSError, ValueError):
             answer = ''
         finally:
             timer.cancel()
-        if answer:
-            return json.loads(answer)
-        process.wait()
-        self.process = None
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(answer) if answer else None
+            if isinstance(parsed, dict) and parsed.get('id') == request['id']:
+                return parsed
+        # no answer, or not one the worker wrote: whatever happened to the process, it is not trusted again
+        self.kill()
         stderr = self.stderr_path.read_bytes().decode(errors='replace')
         if expired.is_set():
             return {'status': 'timeout', 'error': f'no result after {timeout:g} s', 'error_path': request['launch']['path'],
@@ -182,36 +208,42 @@ class _Worker:
         return {'status': 'crashed', **described, 'error': f'the compiler aborted ({_signal_name(process.returncode)}): '
                                                            f"{described['error']}"}
 
+    def kill(self) -> None:
+        """End the process and anything it started, now."""
+        process, self.process = self.process, None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.stdin.close()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        self.kill()
 
 
 def _signal_name(returncode: int | None) -> str:
-    import signal
-
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
             return signal.Signals(-returncode).name
     return f'exit {returncode}'
 
 
-def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float,
-                  progress: Callable[[int, int], None] | None = None, use_cache: bool = True) -> list[CellResult]:
-    """Compile each (launch, target, depth), `jobs` processes at a time; results in input order, cached ones reused."""
-    cache_path = root / '.mrbot' / 'cache' / CACHE_FILE
-    cache = _load_cache(cache_path) if use_cache else {}
+def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float, cache: dict[str, dict],
+                  progress: Callable[[int, int], None] | None = None) -> list[CellResult]:
+    """Compile each (launch, target, depth), `jobs` processes at a time; results in input order. Results in `cache`
+    are reused, and the new ones that a rerun would give again are added to it and saved."""
     keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
     results: list[CellResult | None] = [None] * len(work)
     pending = []
     for index, key in enumerate(keys):
         if key in cache:
             with contextlib.suppress(MrbotError):
-                results[index] = CellResult.from_json(cache[key], f'{cache_path} entry {key[:12]}', cached=True)
+                results[index] = CellResult.from_json(cache[key], f'cached result {key[:12]}', cached=True)
+                # most recently used last, so that trimming the cache drops the oldest
+                cache[key] = cache.pop(key)
                 continue
         pending.append(index)
     # the slow ones (ptxas) first, so that the last to finish are short
@@ -229,10 +261,14 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 index = pending.pop(0)
             launch, target, depth = work[index]
             answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
-            result = CellResult.from_json({**answer, 'depth': depth}, f'worker answer for {launch.kernel}')
+            try:
+                result = CellResult.from_json({**answer, 'depth': depth}, f'the answer for {launch.kernel}')
+            except MrbotError as error:
+                result = CellResult('crashed', depth, error=str(error), error_path=launch.path, error_line=launch.line)
             with lock:
                 results[index] = result
-                cache[keys[index]] = result.to_json()
+                if result.status in _LASTING:
+                    cache[keys[index]] = result.to_json()
                 done += 1
                 if progress is not None:
                     progress(done, len(work))
@@ -245,14 +281,18 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 thread.start()
             for thread in threads:
                 thread.join()
-        finally:
+        except BaseException:
+            # an interrupt reaches this thread only: stop handing out cells and end every worker now
             with lock:
                 pending.clear()
-            for w in workers:
-                w.close()
-            with contextlib.suppress(OSError):
-                state_dir(root, 'cache')
-                cache_path.write_text(json.dumps({'schema': SCHEMA, 'cells': cache}), encoding='utf-8')
+            for worker in workers:
+                worker.kill()
+            raise
+        finally:
+            for worker in workers:
+                worker.close()
+            with lock:
+                _save_cache(root, dict(cache))
     return [r for r in results if r is not None]
 
 
@@ -283,6 +323,8 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     every target."""
     start = time.monotonic()
     say = progress or (lambda _: None)
+    # read before the repository's tests run, so that they cannot write what this run believes
+    cache = load_cache(root) if use_cache else {}
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
     capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
@@ -297,7 +339,7 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
-    results = compile_cells(root, work, jobs, timeout, tick, use_cache)
+    results = compile_cells(root, work, jobs, timeout, cache, tick)
     cells = tuple(Cell(launch, target, result) for (launch, target, _), result in zip(work, results, strict=True))
     launched = {(launch.path, launch.kernel) for launch in launches}
     return CompileMatrix(targets, cells, capture, triton.__version__, jobs, time.monotonic() - start,

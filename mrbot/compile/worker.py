@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """A compile process of the matrix: `python worker.py` in the repository imports each kernel there and compiles it.
 
-It reads one JSON cell per line on stdin (`{"launch": {...}, "target": "sm_90", "arch": 90, "depth": "llir"}`) and
-answers one JSON line on stdout per cell: `ok` with the shared memory the kernel asks for and, at depth `sass`, the
+It reads one JSON cell per line on stdin (`{"id": 1, "launch": {...}, "arch": 90, "depth": "ttgir"}`) and answers
+one JSON line with the same `id` on stdout per cell: `ok` with the shared memory the kernel asks for and, at depth `sass`, the
 registers and spill bytes ptxas reports, or `error` with the compiler's first line and the source line it names.
 Triton's own stages compile, for the given target, on a machine with no GPU, to one of three depths: `ttgir` (the
 code generator and every TTIR and TTGIR pass, then the passes that allocate shared memory), `llir` (the whole
@@ -208,6 +208,10 @@ def _stderr_text() -> str:
 
 def main() -> int:
     sys.path.insert(0, os.getcwd())
+    # the answers get the original stdout to themselves: whatever the kernels' modules or the compiler print (a
+    # `tl.static_print`, a message at import) goes to stderr
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), 'w', buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     for raw in sys.stdin:
         cell = json.loads(raw)
         start = time.monotonic()
@@ -216,8 +220,8 @@ def main() -> int:
             answer = {'status': 'ok', **compile_cell(cell)}
         except Exception as error:  # every compiler error is this cell's finding, not the end of the process
             answer = {'status': 'error', **describe_failure(error, _stderr_text(), cell['launch'])}
-        answer['seconds'] = round(time.monotonic() - start, 3)
-        print(json.dumps(answer), flush=True)
+        answer.update(id=cell.get('id'), seconds=round(time.monotonic() - start, 3))
+        protocol.write(json.dumps(answer) + '\n')
     return 0
 
 

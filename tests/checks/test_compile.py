@@ -47,13 +47,13 @@ def test_a_kernel_that_does_not_compile_is_one_error_at_the_line_the_compiler_na
     assert '4 of 4 specializations, e.g. K=32, BK=32, num_warps=4 (launched by tests/test_op.py::test_big)' in found[0].message
 
 
-def test_a_compiler_abort_is_an_error_and_a_compile_past_its_time_a_warning(repo):
+def test_a_compiler_abort_and_a_compile_past_its_time_are_errors(repo):
     repo.commit({'lib/kernels.py': HEADER})
     found = repo.check('CMP001', matrix=matrix(
         Cell(launch(), SM100, failed('the compiler aborted (SIGABRT): Assertion `rank >= 2` failed.', status='crashed')),
         Cell(launch(kernel='slow_kernel'), SM90, failed('no result after 900 s', line=10, status='timeout')))).findings
     assert [(f.severity, f.message.split(':')[0]) for f in found] == [
-        ('warning', 'slow_kernel (lib/kernels.py'), ('error', 'state_kernel (lib/kernels.py')]
+        ('error', 'slow_kernel (lib/kernels.py'), ('error', 'state_kernel (lib/kernels.py')]
     assert 'did not finish compiling for sm_90' in found[0].message
     assert 'does not compile for sm_100 with Triton 3.6.0: the compiler aborted (SIGABRT)' in found[1].message
 
@@ -96,12 +96,12 @@ def test_no_spill_or_no_ptxas_figure_is_no_note(repo):
                       ).findings == ()
 
 
-def test_a_kernel_no_test_launches_is_a_note(repo):
+def test_a_kernel_no_test_launches_is_a_warning(repo):
     repo.commit({'lib/kernels.py': HEADER})
     found = repo.check('CMP004', matrix=matrix(Cell(launch(), SM90, ok()),
                                                unlaunched=(Kernel('lib/kernels.py', 'backward_kernel', 30),))).findings
     assert [(f.rule, f.severity, f.path, f.line, f.message) for f in found] == [
-        ('CMP004', 'note', 'lib/kernels.py', 30, 'backward_kernel was launched by none of the tests and benchmark rows '
+        ('CMP004', 'warning', 'lib/kernels.py', 30, 'backward_kernel was launched by none of the tests and benchmark rows '
                                                  'that reach it, so it was not compiled')]
 
 

@@ -220,7 +220,107 @@ def test_a_test_past_its_seconds_is_stopped_and_its_launches_kept(library, capsy
     main(['compile', '--all', '--targets', 'sm_90', '--format', 'json'])
     assert time.monotonic() - started < 90
     report = json.loads(capsys.readouterr().out)['compile']
-    assert report['capture']['problems'] == ['1 tests stopped after 2 s each, their launches until then kept: '
+    assert report['capture']['problems'] == ['1 test stopped after 2 s each, their launches until then kept: '
                                              'tests/test_slow.py::test_then_wait']
     slow = [cell for cell in report['cells'] if 'tests/test_slow.py::test_then_wait' in cell['launch']['origins']]
     assert [(cell['kernel'], cell['launch']['signature']['x']) for cell in slow] == [('total_kernel', '*fp64')]
+
+
+def test_what_the_repository_prints_cannot_garble_the_answers(library, capsys):
+    library.write({'lib/ops.py': OPS.replace('import torch\n', 'import torch\n\nprint(\'{"status": "ok"}\')\n', 1)})
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {(c['kernel'], c['status']) for c in report['compile']['cells']} == {('total_kernel', 'error'),
+                                                                              ('square_kernel', 'ok')}
+
+
+def test_a_crash_is_compiled_again_on_the_next_run(library, capsys):
+    library.write({'lib/ops.py': OPS.replace('import torch\n', "import torch\nimport os, sys\nif sys.argv[0].endswith("
+                                             "'worker.py'):\n    os.abort()\n", 1)})
+    for _ in range(2):
+        main(['compile', '--all', '--targets', 'sm_90', '--format', 'json'])
+        cells = json.loads(capsys.readouterr().out)['compile']['cells']
+        assert {(c['status'], c['cached']) for c in cells} == {('crashed', False)}
+
+
+def test_what_a_test_writes_where_the_capture_writes_is_ignored_and_said(library, capsys):
+    library.write({'tests/test_scribble.py': HEADER + textwrap.dedent('''
+        import os
+        from pathlib import Path
+
+        import lib.ops
+
+
+        def test_scribble():
+            folder = Path(os.environ['MRBOT_CAPTURE_DIR'])
+            (folder / 'launches-0.jsonl').write_text('{"kernel": \\n[1, 2]\\n{"kernel": "x"}\\n')
+    ''')})
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    problems = json.loads(capsys.readouterr().out)['compile']['capture']['problems']
+    assert problems == ["3 launch records in the capture's files ignored: not what the capture writes"]
+
+
+def test_a_data_file_a_test_reads_is_part_of_what_the_capture_remembers(library, capsys):
+    library.write({'tests/sizes.json': '[32]', 'tests/test_sized.py': HEADER + textwrap.dedent('''
+        import json
+        from pathlib import Path
+
+        import torch
+
+        from lib.ops import total_kernel
+
+
+        def test_sized():
+            block = json.loads((Path(__file__).parent / 'sizes.json').read_text())[0]
+            total_kernel[(1,)](torch.ones(8), torch.zeros(1), 8, BLOCK=block)
+    ''')})
+    blocks = []
+    for size in (32, 64):
+        library.write({'tests/sizes.json': f'[{size}]'})
+        main(['compile', '--all', '--targets', 'sm_90', '--format', 'json'])
+        cells = json.loads(capsys.readouterr().out)['compile']['cells']
+        blocks.append(sorted(c['launch']['constant_vals'][-1] for c in cells if c['kernel'] == 'total_kernel'))
+    assert blocks == [[32], [32, 64]]
+
+
+def test_a_repository_option_that_stops_at_the_first_failure_does_not_cut_the_capture(library, capsys):
+    library.write({'pyproject.toml': PYPROJECT + '[tool.pytest.ini_options]\naddopts = "-x"\n'})
+    main(['compile', '--all', '--targets', 'sm_90', '--format', 'json'])
+    cells = json.loads(capsys.readouterr().out)['compile']['cells']
+    assert {c['kernel'] for c in cells} == {'total_kernel', 'square_kernel'}
+
+
+def test_a_process_a_test_leaves_running_is_ended(library, capsys, tmp_path):
+    alive = tmp_path / 'alive'
+    library.write({'tests/test_linger.py': HEADER + textwrap.dedent(f'''
+        import subprocess
+        import sys
+
+
+        def test_linger():
+            subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3); open({str(alive)!r}, "w").write("x")'])
+    ''')})
+    main(['compile', '--all', '--targets', 'sm_90'])
+    time.sleep(5)
+    assert not alive.exists()
+
+
+def test_state_committed_under_dot_mrbot_is_refused(library, capsys):
+    library.write({'.mrbot/cache/compile-cells.json': '{"schema": 1, "cells": {}}'})
+    library.git('add', '-f', '.mrbot/cache/compile-cells.json')
+    assert main(['compile', '--all', '--targets', 'sm_90']) == 2
+    assert capsys.readouterr().err.startswith('mrbot compile: error: .mrbot/ holds files git tracks '
+                                              '(.mrbot/cache/compile-cells.json, ...)')
+
+
+def test_a_link_in_place_of_a_state_folder_is_refused_and_nothing_is_written_through_it(library, capsys, tmp_path):
+    victim = tmp_path / 'victim'
+    victim.mkdir()
+    (victim / 'important.log').write_text('keep me')
+    (library.root / '.mrbot' / 'compile').mkdir(parents=True)
+    (library.root / '.mrbot' / 'compile' / 'capture').symlink_to(victim)
+    assert main(['compile', '--all', '--targets', 'sm_90']) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == ('mrbot compile: error: .mrbot/compile/capture is a symbolic '
+                                                        'link: mrbot keeps its state in a real folder there; remove the '
+                                                        'link')
+    assert [p.name for p in victim.iterdir()] == ['important.log']
