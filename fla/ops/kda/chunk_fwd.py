@@ -173,17 +173,40 @@ def decayed_scores(b_x, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: 
 
 
 @triton.jit
-def unit_lower_inverse(b_A, BT: tl.constexpr):
-    """[BT, BT]: `(I + A)^-1` of a strictly lower triangular `A`, by forward substitution one row at a time."""
+def precise_dot(b_a, b_b, DOT_PRECISION: tl.constexpr):
+    """`a @ b` to about float32 accuracy: three TF32 products where the kernel's dots are TF32, else IEEE."""
+    if DOT_PRECISION == 'tf32':  # noqa: SIM108
+        b_c = tl.dot(b_a, b_b, input_precision='tf32x3')
+    else:
+        b_c = tl.dot(b_a, b_b, input_precision='ieee')
+    return b_c
+
+
+@triton.jit
+def unit_lower_inverse(b_A, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """[BT, BT]: `(I + A)^-1` of a strictly lower triangular `A`, by blocks of `BC` rows, at most four of them.
+
+    Forward substitution inverts the diagonal blocks, one row of every block per step (their columns do not overlap),
+    giving the block-diagonal `D = (I + A_diag)^-1`; with `L` the blocks below the diagonal, `(I + A)^-1 =
+    (I + D L)^-1 D`, and `N = D L` is zero from its fourth power on, so `(I + N)^-1 = (I - N)(I + N^2)`.
+    """
+    tl.static_assert(BT // BC <= 4)
     o_t = tl.arange(0, BT)
-    # strictly lower part of the inverse: row i is -A_i - sum_j A_ij (row j)
-    b_M = tl.zeros([BT, BT], dtype=tl.float32)
-    for i in range(1, BT):
+    m_block = (o_t // BC)[:, None] == (o_t // BC)[None, :]
+    b_A_diag = tl.where(m_block, b_A, 0)
+    # strictly lower part of D: row i is -A_i - sum_j A_ij (row j), for row i of every block at once
+    b_D = tl.zeros([BT, BT], dtype=tl.float32)
+    for i in range(1, BC):
+        m_rows = (o_t % BC == i)[:, None]
         # [BT]
-        b_a = -tl.sum(tl.where(o_t[:, None] == i, b_A, 0), axis=0)
-        b_a += tl.sum(b_a[:, None] * b_M, axis=0)
-        b_M = tl.where(o_t[:, None] == i, b_a[None, :], b_M)
-    return b_M + tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
+        b_a = -tl.sum(tl.where(m_rows, b_A_diag, 0), axis=0)
+        b_a += tl.sum(b_a[:, None] * b_D, axis=0)
+        b_D = tl.where(m_rows & m_block, b_a[None, :], b_D)
+    b_I = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
+    b_D += b_I
+    b_N = precise_dot(b_D, tl.where(m_block, 0, b_A), DOT_PRECISION)
+    b_N_inverse = precise_dot(b_I - b_N, b_I + precise_dot(b_N, b_N, DOT_PRECISION), DOT_PRECISION)
+    return precise_dot(b_N_inverse, b_D, DOT_PRECISION)
 
 
 @autotune(CHUNK_CONFIGS, key=['HV', 'K', 'BK'])
@@ -235,7 +258,8 @@ def chunk_kda_fwd_kernel_intra(
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
     # [BT, BT] M = (I + diag(beta) strictly-lower(Akk))^-1
-    b_M = unit_lower_inverse(tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), BT)
+    b_M = unit_lower_inverse(tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), BT, BC,
+                             DOT_PRECISION)
     m_tt = m_t[:, None] & (o_t < BT)[None, :]
     tl.store(aqk + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_Aqk, mask=m_tt)
     if STORE_INVERSE:
