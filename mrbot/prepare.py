@@ -176,8 +176,10 @@ def prepare(args: argparse.Namespace, root: Path) -> dict:
         if found['callables']:
             record['coverage'] = [c.to_json() for c in read_observations(coverage_dir, record['ops'])]
         passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
+        crashed = sum(len(f.crashed) for f in files)
+        crashes = f', {crashed} crashed' if crashed else ''
         return Step('tests', 'done' if run.ok else 'failed',
-                    detail=f"{passed} passed, {failed} failed in {plural(len(files), 'file')} ({device})")
+                    detail=f"{passed} passed, {failed} failed{crashes} in {plural(len(files), 'file')} ({device})")
 
     def breaking() -> Step:
         changes = breaking_changes(change, config.public_roots, python_files(root))

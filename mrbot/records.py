@@ -150,7 +150,9 @@ class TestFailure:
 
 @dataclass(frozen=True)
 class FileRun:
-    """One pytest process over one test file (and its retry of the failures, if any)."""
+    """One test file: its pytest process, the fresh processes that ran the tests after a crash, and the retry of the
+    failures, if any. `crashed` are the tests that first reported a sticky device error; `restarted` is how many of
+    the tests after them passed in a fresh process (counted in `passed` too)."""
 
     file: str
     command: tuple[str, ...]
@@ -162,6 +164,12 @@ class FileRun:
     flaky: int
     failures: tuple[TestFailure, ...] = ()
     note: str = ''
+    crashed: tuple[TestFailure, ...] = ()
+    restarted: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and not self.crashed and not self.note
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,7 @@ class TestRun:
 
     @property
     def ok(self) -> bool:
-        return all(f.failed == 0 and not f.note for f in self.files)
+        return all(f.ok for f in self.files)
 
     def to_json(self) -> dict:
         return {
@@ -186,6 +194,8 @@ class TestRun:
             'files': [{'file': f.file, 'command': list(f.command), 'dispatch': f.dispatch,
                        'duration_s': round(f.duration, 3), 'passed': f.passed, 'failed': f.failed,
                        'skipped': f.skipped, 'flaky': f.flaky,
-                       'failures': [{'test': x.test, 'message': x.message} for x in f.failures], 'note': f.note}
+                       'failures': [{'test': x.test, 'message': x.message} for x in f.failures], 'note': f.note,
+                       'crashed': [{'test': x.test, 'message': x.message} for x in f.crashed],
+                       'restarted': f.restarted}
                       for f in self.files],
         }

@@ -9,6 +9,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -37,15 +38,29 @@ _TESTS_FAILED = 1
 _NO_TESTS = 5
 # How long a timed-out pytest gets after SIGINT to write its results and report where it hung before it is killed.
 _INTERRUPT_GRACE = 5.0
+# CUDA's sticky errors, as the runtime and the driver word them after "CUDA error:" (torch) or "Triton Error [CUDA]:":
+# after one, every later call of the process fails. Matched on that line alone, since torch's advice that follows
+# every CUDA error ("... to enable device-side assertions") would otherwise make an out-of-memory error look sticky.
+_STICKY_DEVICE_ERRORS = re.compile(
+    r'(?:CUDA error|Triton Error \[CUDA\]): (?:an illegal memory access was encountered'
+    r'|an illegal instruction was encountered|misaligned address|unspecified launch failure'
+    r'|device-side assert triggered|hardware stack error|invalid program counter'
+    r'|the launch timed out and was terminated|operation not supported on global/shared address space)'
+    r'|CUDA_ERROR_(?:ILLEGAL_ADDRESS|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|LAUNCH_FAILED|ASSERT|HARDWARE_STACK_ERROR'
+    r'|INVALID_PC|LAUNCH_TIMEOUT|INVALID_ADDRESS_SPACE)\b')
+# A file whose tests crash more often than this gets no more fresh processes: the rest are reported as they ran.
+_MAX_RESTARTS = 8
 
 
 @dataclass(frozen=True)
 class _Case:
-    """One testcase of a JUnit XML file: its node id and outcome ('passed', 'failed' or 'skipped')."""
+    """One testcase of a JUnit XML file: its node id, outcome ('passed', 'failed' or 'skipped') and whether its
+    failure is a sticky device error."""
 
     test: str
     outcome: str
     message: str = ''
+    sticky: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +156,8 @@ def _read_cases(xml: Path, file: str) -> tuple[_Case, ...] | None:
         problem = next((child for child in testcase if child.tag in ('failure', 'error')), None)
         skipped = testcase.find('skipped')
         if problem is not None:
-            cases.append(_Case(test, 'failed', _message(problem)))
+            text = f"{problem.get('message', '')}\n{problem.text or ''}"
+            cases.append(_Case(test, 'failed', _message(problem), bool(_STICKY_DEVICE_ERRORS.search(text))))
         elif skipped is not None:
             cases.append(_Case(test, 'skipped', _first_lines(skipped.get('message', ''))))
         else:
@@ -219,26 +235,71 @@ def _retry(failures: list[TestFailure], file: str, root: Path, env: dict[str, st
     return still_failing, len(failures) - len(still_failing), f'retry: {problem}' if problem else ''
 
 
+@dataclass(frozen=True)
+class _AfterCrashes:
+    """A file's results once the tests after each sticky device error ran again in fresh processes: every test's
+    last outcome, the tests that first reported each error, how many passed in a fresh process, and the last
+    process (whose end decides whether the results are whole)."""
+
+    cases: tuple[_Case, ...]
+    crashed: tuple[TestFailure, ...]
+    restarted: int
+    last: _Process
+
+
+def _restart_after_crashes(first: _Process, file: str, root: Path, env: dict[str, str], timeout: float,
+                           pytest_args: tuple[str, ...]) -> _AfterCrashes:
+    """The first test to report a sticky device error is its cause; those after it in the same process are rerun in
+    a fresh one, again until a process ends without one or `_MAX_RESTARTS` is reached."""
+    kept: list[_Case] = []
+    crashed: list[TestFailure] = []
+    before_first_crash = 0
+    process = first
+    cases = list(first.cases or ())
+    while len(crashed) < _MAX_RESTARTS and process.returncode in (0, _TESTS_FAILED):
+        cause = next((i for i, case in enumerate(cases) if case.sticky), None)
+        if cause is None:
+            break
+        kept.extend(cases[:cause])
+        if not crashed:
+            # what the first process ran before its crash; every result after these comes from a fresh process
+            before_first_crash = len(kept)
+        crashed.append(TestFailure(cases[cause].test, cases[cause].message))
+        remaining = [case.test for case in cases[cause + 1:]]
+        cases = []
+        if remaining:
+            process = _run_pytest(_pytest_command([*remaining, *pytest_args]), file, root, env, timeout)
+            cases = list(process.cases or ())
+    results = tuple(kept + cases)
+    restarted = _count(results[before_first_crash:], 'passed') if crashed else 0
+    return _AfterCrashes(results, tuple(crashed), restarted, process)
+
+
 def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispatch: str,
               pytest_args: tuple[str, ...]) -> FileRun:
     start = time.monotonic()
     command = _pytest_command([file, *pytest_args])
     first = _run_pytest(command, file, root, env, timeout)
-    cases = first.cases or ()
+    after = _restart_after_crashes(first, file, root, env, timeout, pytest_args)
+    cases = after.cases
     failures = [TestFailure(c.test, c.message) for c in cases if c.outcome == 'failed']
     flaky, note = 0, ''
     if first.returncode == _NO_TESTS:
         note = 'no tests collected'
-    elif problem := _problem(first, timeout):
+    elif problem := _problem(after.last, timeout):
         note = problem
         # A test that crashed or hung is missing from the results, so the file stands for it.
-        if first.returncode is None or not failures:
-            failures.append(TestFailure(file, first.tail or 'no output'))
+        if after.last.returncode is None or not failures:
+            failures.append(TestFailure(file, after.last.tail or 'no output'))
     elif failures:
         failures, flaky, note = _retry(failures, file, root, env, timeout)
+    if after.crashed:
+        restarts = f'{plural(len(after.crashed), "sticky device error")}; the tests after each ran again in a fresh ' \
+                   f'process: {after.restarted} passed after restart'
+        note = f'{restarts}; {note}' if note else restarts
     return FileRun(file=file, command=tuple(command), dispatch=dispatch, duration=time.monotonic() - start,
                    passed=_count(cases, 'passed'), failed=len(failures), skipped=_count(cases, 'skipped'), flaky=flaky,
-                   failures=tuple(failures), note=note)
+                   failures=tuple(failures), note=note, crashed=after.crashed, restarted=after.restarted)
 
 
 def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: str = 'default',
@@ -277,9 +338,9 @@ def plural(count: int, word: str) -> str:
 
 def format_run(run: TestRun) -> str:
     """The terminal summary of a test run: a row per file, each failure with its message, and the totals."""
-    header = ('file', 'dispatch', 'passed', 'failed', 'skipped', 'flaky', 'seconds')
-    rows = [(f.file, f.dispatch, str(f.passed), str(f.failed), str(f.skipped), str(f.flaky), f'{f.duration:.1f}')
-            for f in run.files]
+    header = ('file', 'dispatch', 'passed', 'failed', 'crashed', 'skipped', 'flaky', 'seconds')
+    rows = [(f.file, f.dispatch, str(f.passed), str(f.failed), str(len(f.crashed)), str(f.skipped), str(f.flaky),
+             f'{f.duration:.1f}') for f in run.files]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     # Names align left, numbers right.
     lines = ['  '.join([*(c.ljust(w) for c, w in zip(row[:2], widths[:2], strict=True)),
@@ -288,11 +349,14 @@ def format_run(run: TestRun) -> str:
     for f in run.files:
         if f.note:
             lines.append(f'{f.file}: {f.note}')
-        for failure in f.failures:
-            lines.append(f'FAILED {failure.test}')
-            lines.extend(f'    {line}' for line in failure.message.splitlines())
+        for label, tests in (('CRASHED', f.crashed), ('FAILED', f.failures)):
+            for failure in tests:
+                lines.append(f'{label} {failure.test}')
+                lines.extend(f'    {line}' for line in failure.message.splitlines())
     totals = [sum(getattr(f, name) for f in run.files) for name in ('passed', 'failed', 'skipped', 'flaky')]
-    lines.append(f'{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped, {totals[3]} flaky '
+    crashed = sum(len(f.crashed) for f in run.files)
+    crashes = f'{crashed} crashed ({sum(f.restarted for f in run.files)} passed after restart), ' if crashed else ''
+    lines.append(f'{totals[0]} passed, {totals[1]} failed, {crashes}{totals[2]} skipped, {totals[3]} flaky '
                  f'in {plural(len(run.files), "file")} ({run.device})')
     return '\n'.join(lines) + '\n'
 
@@ -337,7 +401,8 @@ def shell_command(file_run: FileRun, device: str) -> str:
 
 
 def _print_progress(file_run: FileRun, done: int, total: int) -> None:
-    counts = f'{file_run.passed} passed, {file_run.failed} failed, {file_run.flaky} flaky'
+    crashes = f', {len(file_run.crashed)} crashed' if file_run.crashed else ''
+    counts = f'{file_run.passed} passed, {file_run.failed} failed{crashes}, {file_run.flaky} flaky'
     note = f' ({file_run.note})' if file_run.note else ''
     print(f'[{done}/{total}] {file_run.file} [{file_run.dispatch}] {counts} in {file_run.duration:.1f} s{note}', flush=True)
 

@@ -99,7 +99,7 @@ def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list
           + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), file=sys.stderr, flush=True)
     runs = reused + (execute(missing, root, jobs=1, timeout=args.gate_timeout, dispatch='off', interpret=interpret,
                              pytest_args=pytest_args) if missing else [])
-    passed = all(r.failed == 0 and not r.note for r in runs)
+    passed = all(r.ok for r in runs)
     seconds = round(sum(r.duration for r in runs), 1)
     print(f"gate {'passed' if passed else 'failed'} in {seconds} s", file=sys.stderr, flush=True)
     return {**gate, 'status': 'passed' if passed else 'failed', 'seconds': seconds, 'pytest_args': list(pytest_args),

@@ -157,6 +157,34 @@ def test_failing_test_unticks_and_names_it(prepared):
     assert '| forward | **not covered** |' in plan
 
 
+STICKY_TESTS = """
+
+DEVICE = {'poisoned': False}
+
+
+def test_out_of_bounds():
+    DEVICE['poisoned'] = True
+    raise RuntimeError('CUDA error: an illegal memory access was encountered')
+
+
+def test_after_it():
+    if DEVICE['poisoned']:
+        raise RuntimeError('CUDA error: an illegal memory access was encountered')
+"""
+
+
+def test_a_sticky_device_error_is_one_crash_not_a_failure_of_every_later_test(prepared):
+    code, body, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)'),
+                                   'tests/test_scale.py': TEST + STICKY_TESTS}, '[Scale] Cast the factor to float')
+    assert code == 1
+    plan = _section(body, 'Test plan')
+    assert '2 passed, 0 failed, 1 crashed (1 passed after restart), 0 skipped' in plan
+    assert ('`tests/test_scale.py::test_out_of_bounds` crashed, the first to report a sticky device error: '
+            'RuntimeError: CUDA error: an illegal memory access was encountered') in plan
+    assert '| `tests/test_scale.py` | 2 | 0 | 1 | 0 | 0 |' in plan
+    assert _ticks(body)['Dependent tests pass'] is False
+
+
 def test_non_kernel_change_is_neutral(prepared):
     code, body, record = prepared({'README.md': '# pkg\n\nScales tensors.\n'}, 'Explain what pkg does')
     assert code == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ import torch
 from mrbot import records
 from mrbot.testing import device_label, execute, format_run
 
-TIMEOUT = 3.0
+# long enough for pytest to start on a loaded 2-core machine; the hanging file waits it out
+TIMEOUT = 10.0
 
 # Each file is a plain pytest module; they run from a directory outside this repository, so no conftest applies.
 SUITE = {
@@ -113,6 +113,63 @@ import not_a_module_mrbot_knows
 }
 
 
+# A file whose tests meet a sticky device error twice, simulated: a module flag set by a test, read by every test.
+POISONED = '''
+import pytest
+
+# what a CUDA context is after an illegal address: every later call of the process fails the same way
+POISONED = False
+ADVICE = 'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.'
+STICKY = 'CUDA error: an illegal memory access was encountered\\n' + ADVICE
+
+
+def launch():
+    if POISONED:
+        raise RuntimeError(STICKY)
+
+
+def poison():
+    global POISONED
+    POISONED = True
+    launch()
+
+
+@pytest.fixture(autouse=True)
+def device():
+    launch()
+
+
+def test_before():
+    pass
+
+
+def test_out_of_bounds():
+    poison()
+
+
+def test_after():
+    pass
+
+
+@pytest.mark.parametrize('n', range(3))
+def test_many(n):
+    pass
+
+
+def test_out_of_memory():
+    # torch's advice after it mentions device-side assertions, yet the context is fine
+    raise RuntimeError('CUDA error: out of memory\\n' + ADVICE)
+
+
+def test_second_out_of_bounds():
+    poison()
+
+
+def test_last():
+    pass
+'''
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -179,12 +236,26 @@ def test_a_crash_without_results_is_one_failure_naming_the_exit_code(suite):
 def test_a_timeout_stops_the_process_group_and_counts_as_failed(suite):
     root, runs, _ = suite
     run = runs['suite/test_hang.py']
-    assert run.note == 'timed out after 3 s'
+    assert run.note == 'timed out after 10 s'
     assert (run.passed, run.failed, run.skipped, run.flaky) == (1, 1, 0, 0)
     assert [f.test for f in run.failures] == ['suite/test_hang.py']
     assert 'KeyboardInterrupt' in run.failures[0].message
     assert TIMEOUT <= run.duration < TIMEOUT + 3
     assert not _alive(int((root / 'suite/hang.pid').read_text()))
+
+
+def test_a_sticky_device_error_names_its_test_and_the_tests_after_it_run_again_in_a_fresh_process(tmp_path):
+    _write(tmp_path, {'suite/test_poisoned.py': POISONED})
+    run, = execute(['suite/test_poisoned.py'], tmp_path, jobs=1, timeout=60, interpret=False)
+    assert [c.test for c in run.crashed] == ['suite/test_poisoned.py::test_out_of_bounds',
+                                             'suite/test_poisoned.py::test_second_out_of_bounds']
+    assert 'illegal memory access' in run.crashed[0].message
+    # before, after, many x3 and last pass; of them, all but `before` in a fresh process
+    assert (run.passed, run.restarted, run.failed, run.skipped, run.flaky) == (6, 5, 1, 0, 0)
+    assert [f.test for f in run.failures] == ['suite/test_poisoned.py::test_out_of_memory']
+    assert run.failures[0].message.startswith('RuntimeError: CUDA error: out of memory')
+    assert run.note == '2 sticky device errors; the tests after each ran again in a fresh process: 5 passed after restart'
+    assert not run.ok
 
 
 def test_a_file_without_tests_has_zero_counts_and_a_note(suite):
@@ -216,7 +287,7 @@ def test_the_summary_totals_a_real_run(suite):
     text = format_run(records.TestRun('Triton interpreter (CPU)', tuple(runs.values())))
     assert text.splitlines()[-1] == '7 passed, 4 failed, 1 skipped, 1 flaky in 7 files (Triton interpreter (CPU))'
     assert 'FAILED suite/test_fail.py::TestThing::test_size[32]\n    AssertionError: attempt 2\n' in text
-    assert 'suite/test_hang.py: timed out after 3 s\n' in text
+    assert 'suite/test_hang.py: timed out after 10 s\n' in text
 
 
 ENV_PROBE = '''
@@ -257,14 +328,11 @@ def test_jobs_run_files_at_the_same_time(tmp_path):
     sleeper = ('import time\nfrom pathlib import Path\n\n\ndef test_sleeps():\n    start = time.time()\n    time.sleep(1)\n'
                '    Path(__file__).with_suffix(".span").write_text(f"{start} {time.time()}")\n')
     _write(tmp_path, {'test_a.py': sleeper, 'test_b.py': sleeper})
-    start = time.monotonic()
     runs = execute(['test_a.py', 'test_b.py'], tmp_path, jobs=2, timeout=TIMEOUT, interpret=False)
-    elapsed = time.monotonic() - start
     assert [(r.file, r.passed) for r in runs] == [('test_a.py', 1), ('test_b.py', 1)]
+    # the two one-second sleeps overlap, however loaded the machine is
     (a_start, a_end), (b_start, b_end) = (map(float, (tmp_path / f'test_{x}.span').read_text().split()) for x in 'ab')
     assert a_start < b_end and b_start < a_end
-    # One after the other, the sleeps alone take 2 s.
-    assert elapsed < 2.0
 
 
 def test_unknown_dispatch_mode_is_a_user_error(tmp_path):
@@ -293,15 +361,25 @@ def test_the_summary_is_a_table_then_failures_then_totals():
     slow = records.FileRun('tests/test_b.py', ('python',), 'default', 10.0, 0, 0, 0, 0, (), 'no tests collected')
     text = format_run(records.TestRun('compiled on NVIDIA H200 (sm_90)', (fast, slow)))
     assert text == (
-        'file                 dispatch  passed  failed  skipped  flaky  seconds\n'
-        'tests/ops/test_a.py  off           12       1        0      1      1.2\n'
-        'tests/test_b.py      default        0       0        0      0     10.0\n'
+        'file                 dispatch  passed  failed  crashed  skipped  flaky  seconds\n'
+        'tests/ops/test_a.py  off           12       1        0        0      1      1.2\n'
+        'tests/test_b.py      default        0       0        0        0      0     10.0\n'
         'FAILED tests/ops/test_a.py::test_x[2]\n'
         '    AssertionError: o diff\n'
         '    ratio 0.3\n'
         'tests/test_b.py: no tests collected\n'
         '12 passed, 1 failed, 0 skipped, 1 flaky in 2 files (compiled on NVIDIA H200 (sm_90))\n'
     )
+
+
+def test_the_summary_names_the_crashed_test_and_counts_what_passed_after_restart():
+    crashed = records.FileRun('tests/ops/test_kda.py', ('python',), 'off', 30.0, 80, 0, 0, 0, (), 'restarted',
+                              (records.TestFailure('tests/ops/test_kda.py::test_x[7]', 'CUDA error: an illegal memory'),),
+                              79)
+    text = format_run(records.TestRun('compiled on NVIDIA H200 (sm_90)', (crashed,)))
+    assert 'CRASHED tests/ops/test_kda.py::test_x[7]\n    CUDA error: an illegal memory\n' in text
+    assert text.splitlines()[-1] == ('80 passed, 0 failed, 1 crashed (79 passed after restart), 0 skipped, 0 flaky '
+                                     'in 1 file (compiled on NVIDIA H200 (sm_90))')
 
 
 PACKAGE = {
