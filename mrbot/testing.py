@@ -249,8 +249,9 @@ class _AfterCrashes:
 
 def _restart_after_crashes(first: _Process, file: str, root: Path, env: dict[str, str], timeout: float,
                            pytest_args: tuple[str, ...]) -> _AfterCrashes:
-    """The first test to report a sticky device error is its cause; those after it in the same process are rerun in
-    a fresh one, again until a process ends without one or `_MAX_RESTARTS` is reached."""
+    """The first test to report a sticky device error is named as crashed (CUDA reports errors late, so the kernel at
+    fault may be an earlier test's); those after it in the same process run again in a fresh one, and so on until a
+    process ends without such an error or `_MAX_RESTARTS` tests have crashed."""
     kept: list[_Case] = []
     crashed: list[TestFailure] = []
     before_first_crash = 0
