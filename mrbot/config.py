@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,14 @@ def state_dir(root: Path, *parts: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (root / STATE / '.gitignore').write_text('*\n')
     return folder
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a second file, named for this process and thread, renamed over it, so that
+    neither an interrupt nor a writer beside this one leaves half a file for the next reader."""
+    partial = path.with_name(f'{path.name}.{os.getpid()}.{threading.get_ident()}.partial')
+    partial.write_text(text, encoding='utf-8')
+    os.replace(partial, path)
 
 
 @dataclass(frozen=True)

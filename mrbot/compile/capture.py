@@ -139,7 +139,8 @@ def _autotuned_run(self, *args: Any, **kwargs: Any) -> None:
     except AutotunerError:
         # nothing left after pruning: the launch fails so on a GPU too
         raise
-    except Exception:  # a pruning that asks the device, which is not there: the whole space, as the safe side
+    except Exception:
+        # a pruning that asks the device, which is not there: the whole space, as the safe side
         configs = self.configs
     for index, config in enumerate(configs):
         token = _CONFIG.set((str(config), index, len(configs), config.pre_hook is not None))

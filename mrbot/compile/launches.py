@@ -35,7 +35,7 @@ import triton
 from mrbot.bench.harness import WORKER as BENCH_WORKER
 from mrbot.bench.specs import OpSpec
 from mrbot.compile import capture
-from mrbot.config import state_dir
+from mrbot.config import state_dir, write_whole
 from mrbot.git import run_git
 from mrbot.records import MrbotError
 from mrbot.testing import plural
@@ -355,9 +355,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             # a cut-short capture is not what a rerun would see
             if not problem:
                 with contextlib.suppress(OSError):
-                    partial = stored / f'{unit.cache_file}.{threading.get_ident()}.partial'
-                    partial.write_text(json.dumps(data), encoding='utf-8')
-                    os.replace(partial, stored / unit.cache_file)
+                    write_whole(stored / unit.cache_file, json.dumps(data))
             return data, False
 
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(units) or 1))) as pool:

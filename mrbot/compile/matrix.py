@@ -32,7 +32,7 @@ from mrbot.compile import worker as worker_module
 from mrbot.compile.launches import Capture, Launch, capture_launches, compile_environment
 from mrbot.compile.plan import CompilePlan, Kernel
 from mrbot.compile.targets import Target
-from mrbot.config import state_dir
+from mrbot.config import state_dir, write_whole
 from mrbot.records import MrbotError
 
 SCHEMA = 1
@@ -148,10 +148,7 @@ def _save_cache(root: Path, cache: dict[str, dict]) -> None:
     """Write the cache whole or not at all (a second file renamed over the first)."""
     kept = dict(list(cache.items())[-_CACHE_CELLS:])
     with contextlib.suppress(OSError):
-        path = state_dir(root, 'cache') / CACHE_FILE
-        partial = path.with_suffix(f'.{os.getpid()}.partial')
-        partial.write_text(json.dumps({'schema': SCHEMA, 'cells': kept}), encoding='utf-8')
-        os.replace(partial, path)
+        write_whole(state_dir(root, 'cache') / CACHE_FILE, json.dumps({'schema': SCHEMA, 'cells': kept}))
 
 
 class _Worker:
