@@ -2,22 +2,25 @@
 # SPDX-License-Identifier: MIT
 """Time chunk_simple_gla or chunk_kda forward and forward+backward on the GPU against the bytes that must move.
 
-Usage: python benchmarks/chunk_ops.py [--op simple_gla|kda] [--shapes 8x2048x16x128x128 ...] [--modes fwd fwdbwd]
-       [--json FILE]
+Usage: python benchmarks/chunk_ops.py [--op simple_gla|kda] [--shapes 8x2048x16x128x128 packed:8x2048x16x128x128 ...]
+       [--modes fwd fwdbwd] [--json FILE]
 
 Whichever `fla` is importable is measured (this repository's, or upstream's when its package is first on PYTHONPATH),
 so two implementations can be timed on the same machine in two runs of this script. Both take the same inputs: bf16
-q, k, v, a float32 log decay, and for KDA unit-norm q and k (no in-kernel norm) and a bf16 beta in (0, 1).
+q, k, v, a float32 log decay, and for KDA unit-norm q and k (no in-kernel norm) and a bf16 beta in (0, 1). A shape
+written `packed:BxTxHxKxV` is the same B * T tokens as B sequences of uneven lengths packed into one row (`cu_seqlens`).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import platform
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -26,12 +29,35 @@ from triton.testing import do_bench, do_bench_cudagraph
 DEFAULT_SHAPES = ['8x2048x16x128x128', '4x4096x32x64x64']
 
 
-def parse_shape(text: str) -> tuple[int, int, int, int, int]:
+@dataclass(frozen=True)
+class Shape:
+    B: int
+    T: int
+    H: int
+    K: int
+    V: int
+    packed: bool = False
+
+    def __str__(self) -> str:
+        return ('packed:' if self.packed else '') + f'{self.B}x{self.T}x{self.H}x{self.K}x{self.V}'
+
+    def seqlens(self) -> list[int]:
+        """The packed sequences' lengths: B of them, from T / 4 to about 7T / 4, summing to B * T, from a fixed seed.
+        Most end inside a chunk, so the packed row has partial chunks to mask."""
+        weights = torch.rand(self.B, generator=torch.Generator().manual_seed(0)) * 1.5 + 0.25
+        lengths = (weights / weights.sum() * self.B * self.T).long().clamp(min=1)
+        lengths[-1] += self.B * self.T - int(lengths.sum())
+        return lengths.tolist()
+
+
+def parse_shape(text: str) -> Shape:
+    packed = text.startswith('packed:')
     try:
-        B, T, H, K, V = (int(part) for part in text.split('x'))
+        B, T, H, K, V = (int(part) for part in text.removeprefix('packed:').split('x'))
     except ValueError:
-        raise argparse.ArgumentTypeError(f'shape {text!r}: expected BxTxHxKxV, e.g. 8x2048x16x128x128') from None
-    return B, T, H, K, V
+        raise argparse.ArgumentTypeError(
+            f'shape {text!r}: expected BxTxHxKxV or packed:BxTxHxKxV, e.g. 8x2048x16x128x128') from None
+    return Shape(B, T, H, K, V, packed)
 
 
 def machine_line() -> str:
@@ -53,9 +79,10 @@ def copy_bandwidth_gbs() -> float:
     return 2 * src.numel() / ms / 1e6
 
 
-def bytes_moved(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, elem: int = 2) -> int:
+def bytes_moved(op: str, shape: Shape, mode: str, elem: int = 2) -> int:
     """Each input read once and each output written once: q, k, v, g (and beta) in, o out; the backward reads them
     again with do and writes their gradients. Simple GLA's g is one float32 per head, KDA's one per key channel."""
+    B, T, H, K, V = shape.B, shape.T, shape.H, shape.K, shape.V
     gate = 4 * (K if op == 'kda' else 1) + (elem if op == 'kda' else 0)
     forward = B * T * H * ((2 * K + 2 * V) * elem + gate)
     if mode == 'fwd':
@@ -63,9 +90,14 @@ def bytes_moved(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, elem
     return 2 * forward + B * T * H * ((2 * K + V) * elem + gate)
 
 
-def make_call(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, device: str = 'cuda') -> Callable[[], object]:
+def make_call(op: str, shape: Shape, mode: str, device: str = 'cuda') -> Callable[[], object]:
     """Inputs built once from a fixed seed, and a call that runs the forward or the forward and backward on them."""
     torch.manual_seed(0)
+    B, T, H, K, V = shape.B, shape.T, shape.H, shape.K, shape.V
+    packing = {}
+    if shape.packed:
+        B, T = 1, B * T
+        packing['cu_seqlens'] = torch.tensor([0, *shape.seqlens()]).cumsum(0).to(device)
 
     def leaf(*shape, dtype=torch.bfloat16, transform=None):
         x = torch.randn(shape, device=device)
@@ -82,8 +114,12 @@ def make_call(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, device
                   leaf(B, T, H, K, dtype=torch.float32, transform=torch.nn.functional.logsigmoid),
                   leaf(B, T, H, transform=torch.sigmoid))
 
+        # upstream's op also takes the lengths on the host, which spares it a device-to-host copy per call
+        if shape.packed and 'cu_seqlens_cpu' in inspect.signature(chunk_kda).parameters:
+            packing['cu_seqlens_cpu'] = packing['cu_seqlens'].cpu()
+
         def run():
-            return chunk_kda(*inputs)
+            return chunk_kda(*inputs, **packing)
     else:
         from fla.ops.simple_gla import chunk_simple_gla
 
@@ -91,7 +127,7 @@ def make_call(op: str, B: int, T: int, H: int, K: int, V: int, mode: str, device
                   leaf(B, T, H, dtype=torch.float32, transform=torch.nn.functional.logsigmoid))
 
         def run():
-            return chunk_simple_gla(*inputs)
+            return chunk_simple_gla(*inputs, **packing)
 
     def forward():
         with torch.no_grad():
@@ -121,21 +157,22 @@ def main() -> int:
     print(f'machine: {machine_line()}')
     print(f'fla: {fla.__file__}; op: chunk_{args.op}')
     print(f'device-to-device copy: {ceiling:.0f} GB/s')
-    print(f'{"shape B,T,H,K,V":>20} {"mode":>6} {"eager ms":>9} {"graph ms":>9} {"floor ms":>9} '
+    print(f'{"shape BxTxHxKxV":>27} {"mode":>6} {"eager ms":>9} {"graph ms":>9} {"floor ms":>9} '
           f'{"GB/s":>6} {"of copy":>7} {"graph GB/s":>10}')
     rows = []
-    for B, T, H, K, V in args.shapes:
+    for shape in args.shapes:
         for mode in args.modes:
-            fn = make_call(args.op, B, T, H, K, V, mode)
+            fn = make_call(args.op, shape, mode)
             eager_ms = do_bench(fn, warmup=100, rep=500, return_mode='median')
             # one replay of a captured graph per call: the kernels without host launch overhead
             graph_ms = do_bench_cudagraph(fn, rep=200, return_mode='median')
-            moved = bytes_moved(args.op, B, T, H, K, V, mode)
+            moved = bytes_moved(args.op, shape, mode)
             floor_ms = moved / ceiling / 1e6
             gbs = moved / eager_ms / 1e6
-            print(f'{f"{B},{T},{H},{K},{V}":>20} {mode:>6} {eager_ms:9.4f} {graph_ms:9.4f} {floor_ms:9.4f} '
+            print(f'{str(shape):>27} {mode:>6} {eager_ms:9.4f} {graph_ms:9.4f} {floor_ms:9.4f} '
                   f'{gbs:6.0f} {gbs / ceiling:7.0%} {moved / graph_ms / 1e6:10.0f}')
-            rows.append({'op': f'chunk_{args.op}', 'shape': {'B': B, 'T': T, 'H': H, 'K': K, 'V': V},
+            rows.append({'op': f'chunk_{args.op}', 'shape': {'B': shape.B, 'T': shape.T, 'H': shape.H, 'K': shape.K,
+                                                           'V': shape.V, 'packed': shape.packed},
                          'dtype': 'bfloat16', 'mode': mode, 'eager_median_ms': eager_ms, 'graph_median_ms': graph_ms,
                          'floor_ms': floor_ms, 'bytes': moved})
     if args.json:

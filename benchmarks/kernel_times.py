@@ -36,13 +36,13 @@ def main() -> int:
     import fla
 
     print(f'fla: {fla.__file__}; op: chunk_{args.op}')
-    for B, T, H, K, V in args.shapes:
+    for shape in args.shapes:
         for mode in args.modes:
-            fn = make_call(args.op, B, T, H, K, V, mode)
+            fn = make_call(args.op, shape, mode)
             start = time.perf_counter()
             fn()
             torch.cuda.synchronize()
-            print(f'{B}x{T}x{H}x{K}x{V} {mode}: first call (autotuning) {time.perf_counter() - start:.1f} s')
+            print(f'{shape} {mode}: first call (autotuning) {time.perf_counter() - start:.1f} s')
             for _ in range(WARMUP):
                 fn()
             torch.cuda.synchronize()
@@ -52,7 +52,7 @@ def main() -> int:
                 torch.cuda.synchronize()
             rows = sorted(((e.key, e.device_time_total / CALLS / 1000, e.count // CALLS)
                            for e in profiler.key_averages() if e.device_time_total > 0), key=lambda row: -row[1])
-            print(f'{B}x{T}x{H}x{K}x{V} {mode}: {sum(ms for _, ms, _ in rows):.3f} ms of kernels per call')
+            print(f'{shape} {mode}: {sum(ms for _, ms, _ in rows):.3f} ms of kernels per call')
             for name, ms, count in rows[:ROWS]:
                 print(f'{ms:8.3f} ms x{count:<3} {name[:100]}')
     return 0
