@@ -56,7 +56,8 @@ def decayed_rows(b_dA, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: t
                  K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """[BT, BK]: `sum_j dA_ij y_jc e^(G_ic - G_jc)` over `j <= i`, for a `dA` that is 0 above the diagonal.
 
-    The gradient of `decayed_scores` with respect to its left operand; arguments as there.
+    The gradient of a score matrix of `decayed_scores` with respect to its left factor; `b_y` holds the chunk's rows
+    of the right factor y, also in memory at `y`, head `i_y` of `HY`; the other arguments as there.
     """
     o_t = tl.arange(0, BT)
     m_t = row0 + o_t < eos

@@ -143,33 +143,42 @@ def sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: tl.conste
 
 
 @triton.jit
-def decayed_scores(b_x, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k, m_k,
-                   K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
-    """[BT, BT]: `sum_c x_ic y_jc e^(G_ic - G_jc)` over one key block for `j <= i`, 0 above the diagonal.
+def decayed_scores(b_q, b_k, b_g, b_gs, k, i_k_head, H: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k,
+                   m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Two [BT, BT]: `sum_c x_ic k_jc e^(G_ic - G_jc)` for x = q and x = k over one key block, for `j <= i`, 0 above.
 
-    `b_x`, `b_y` are the chunk's rows of x and y (y also in memory at `y`, head `i_y` of `HY`), `b_g` the cumulative log
-    decay G and `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`).
+    Both score matrices take the same right factor, so each key row and exponential is computed once for both.
+    `b_q`, `b_k` are the chunk's rows of q and k (k also in memory at `k`, head `i_k_head` of `H`), `b_g` the
+    cumulative log decay G and `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`).
     """
     o_t = tl.arange(0, BT)
     m_t = row0 + o_t < eos
-    b_s = tl.zeros([BT, BT], dtype=tl.float32)
+    b_sq = tl.zeros([BT, BT], dtype=tl.float32)
+    b_sk = tl.zeros([BT, BT], dtype=tl.float32)
     # [BT, BK]: x_i e^(G_i - G_r), r the end of the sub-chunk before row i's
-    b_xs = b_x * tl.exp(b_gs)
+    b_decay = tl.exp(b_gs)
+    b_qs = b_q * b_decay
+    b_ks = b_k * b_decay
     for i_s in range(1, tl.cdiv(tl.minimum(eos - row0, BT), BC)):
-        # [BK] G_r at the end of sub-chunk i_s - 1; y_j e^(G_r - G_j) for the rows before it
+        # [BK] G_r at the end of sub-chunk i_s - 1; k_j e^(G_r - G_j) for the rows before it
         b_gr = load_row(gk, row0 + i_s * BC - 1, i_hv, HV, K, o_k, m_k)
-        b_yr = b_y * tl.exp(tl.where((o_t < i_s * BC)[:, None], b_gr[None, :] - b_g, float('-inf')))
-        b_s += tl.where((o_t // BC == i_s)[:, None], tl.dot(b_xs, tl.trans(b_yr), input_precision=DOT_PRECISION), 0)
+        b_kr = tl.trans(b_k * tl.exp(tl.where((o_t < i_s * BC)[:, None], b_gr[None, :] - b_g, float('-inf'))))
+        m_rows = (o_t // BC == i_s)[:, None]
+        b_sq += tl.where(m_rows, tl.dot(b_qs, b_kr, input_precision=DOT_PRECISION), 0)
+        b_sk += tl.where(m_rows, tl.dot(b_ks, b_kr, input_precision=DOT_PRECISION), 0)
+    b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
     for j in range(BC):
         # row j of each row's own sub-chunk, when at or before that row
         o_rj = row0 + (o_t // BC) * BC + j
         m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
-        b_yj = load_tile(y, o_rj, i_y, HY, K, o_k, m_j).to(tl.float32)
+        b_kj = load_tile(k, o_rj, i_k_head, H, K, o_k, m_j).to(tl.float32)
         b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
-        # [BT]
-        b_sj = tl.sum(b_x.to(tl.float32) * b_yj * tl.exp(tl.where(m_j, b_g - b_gj, float('-inf'))), axis=1)
-        b_s += tl.where(o_t[None, :] == ((o_t // BC) * BC + j)[:, None], b_sj[:, None], 0)
-    return b_s
+        # [BT, BK] k_j e^(G_i - G_j) for each row i
+        b_kj *= tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
+        m_col = o_t[None, :] == ((o_t // BC) * BC + j)[:, None]
+        b_sq += tl.where(m_col, tl.sum(b_qf * b_kj, axis=1)[:, None], 0)
+        b_sk += tl.where(m_col, tl.sum(b_kf * b_kj, axis=1)[:, None], 0)
+    return b_sq, b_sk
 
 
 @triton.jit
@@ -251,10 +260,10 @@ def chunk_kda_fwd_kernel_intra(
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
-        b_Aqk += decayed_scores(b_q, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                DOT_PRECISION)
-        b_Akk += decayed_scores(b_k, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                DOT_PRECISION)
+        b_sq, b_sk = decayed_scores(b_q, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
+                                    DOT_PRECISION)
+        b_Aqk += b_sq
+        b_Akk += b_sk
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
     # [BT, BT] M = (I + diag(beta) strictly-lower(Akk))^-1
