@@ -17,8 +17,12 @@ _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'ma
                               'range', 'static_range', 'where'})
 _SNIPPET_LENGTH = 60
 
-# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it.
+_BLOCK_SIZE_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
+
+# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it, or WIDE for an int64 value.
 Taint = dict[str, frozenset[int]]
+# No line is 0: the mark of a value known to be int64, which makes every arithmetic result it enters int64 too.
+WIDE = frozenset({0})
 # Narrow multiplication -> its narrow operand and the lines where that operand's program id was read.
 Found = dict[ast.AST, tuple[ast.expr, frozenset[int]]]
 
@@ -114,8 +118,33 @@ def _cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
     return None
 
 
+def _narrow(origins: frozenset[int]) -> frozenset[int]:
+    """The program-id lines of a value, without the int64 mark: empty for a value that is wide or no index."""
+    return origins - WIDE
+
+
+def _join(parts: list[frozenset[int]]) -> frozenset[int]:
+    """An arithmetic result of `parts`: int64 when any part is (Triton promotes int32 to int64), else narrow from
+    every narrow part."""
+    if any(part == WIDE for part in parts):
+        return WIDE
+    return frozenset().union(*map(_narrow, parts))
+
+
+def _is_block_size(node: ast.expr) -> bool:
+    """Whether `node` is a compile-time block size (`BT`, `BK`), an integer literal, or a product of them."""
+    if isinstance(node, ast.Name):
+        return bool(_BLOCK_SIZE_NAME.match(node.id))
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_block_size(node.left) and _is_block_size(node.right)
+    return False
+
+
 def _origins(node: ast.AST, taint: Taint, reported: Container[ast.AST] = ()) -> frozenset[int]:
-    """Lines where a program id still in int32 entered the value of `node`; empty when the value is not such an index.
+    """Lines where a program id still in int32 entered the value of `node`; empty when the value is not such an index,
+    WIDE when it is int64.
 
     Comparisons make masks and loads read data, so neither carries the index on; nodes in `reported` count as clean so
     that one narrow multiplication is reported once, not again by each multiplication around it.
@@ -125,9 +154,10 @@ def _origins(node: ast.AST, taint: Taint, reported: Container[ast.AST] = ()) -> 
     cast = _cast_target(node)
     if cast is not None:
         value, dtype = cast
-        wide = last_name(dtype) in ('int64', 'uint64') if dtype is not None else False
+        if dtype is not None and last_name(dtype) in ('int64', 'uint64'):
+            return WIDE
         floating = (last_name(dtype) or '').startswith(('float', 'bfloat')) if dtype is not None else False
-        return frozenset() if wide or floating else _origins(value, taint, reported)
+        return frozenset() if floating else _narrow(_origins(value, taint, reported))
     if isinstance(node, ast.Call) and last_name(node.func) == 'program_id':
         return frozenset({node.lineno})
     if isinstance(node, ast.Name):
@@ -140,15 +170,29 @@ def _origins(node: ast.AST, taint: Taint, reported: Container[ast.AST] = ()) -> 
         operands = [node.left, node.right]
     elif isinstance(node, ast.UnaryOp):
         operands = [node.operand]
-    elif isinstance(node, ast.IfExp):
-        operands = [node.body, node.orelse]
     elif isinstance(node, ast.Subscript):
         operands = [node.value]
+    elif isinstance(node, ast.IfExp):
+        branches = [_origins(node.body, taint, reported), _origins(node.orelse, taint, reported)]
+        return WIDE if all(b == WIDE for b in branches) else frozenset().union(*map(_narrow, branches))
     elif isinstance(node, (ast.Tuple, ast.List)):
-        operands = node.elts
+        return frozenset().union(*(_narrow(_origins(e, taint, reported)) for e in node.elts))
     else:
         return frozenset()
-    return frozenset().union(*(_origins(operand, taint, reported) for operand in operands))
+    return _join([_origins(operand, taint, reported) for operand in operands])
+
+
+def _loop_index(iterable: ast.expr, taint: Taint) -> frozenset[int]:
+    """What a `for` over `iterable` binds: an index of `range(start, stop)` follows `start`, and `stop` unless a block
+    size bounds it (`range(0, tl.minimum(BC, T - i_t * BT))`), since the index stays below it."""
+    if not (isinstance(iterable, ast.Call) and last_name(iterable.func) in ('range', 'static_range')
+            and iterable.args):
+        return _origins(iterable, taint)
+    start, stop = (iterable.args[0], iterable.args[1]) if len(iterable.args) > 1 else (None, iterable.args[0])
+    bounded = _is_block_size(stop) or (isinstance(stop, ast.Call) and last_name(stop.func) in ('min', 'minimum')
+                                       and any(_is_block_size(argument) for argument in stop.args))
+    parts = ([] if start is None else [_origins(start, taint)]) + ([] if bounded else [_origins(stop, taint)])
+    return _join(parts) if parts else frozenset()
 
 
 def _names(target: ast.expr) -> list[str]:
@@ -188,28 +232,41 @@ def _assign(statement: ast.stmt, taint: Taint) -> None:
         _bind(_bindings(statement.target, statement.value, taint), taint)
     elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
         name = statement.target.id
-        _bind([(name, taint.get(name, frozenset()) | _origins(statement.value, taint))], taint)
+        _bind([(name, _join([taint.get(name, frozenset()), _origins(statement.value, taint)]))], taint)
 
 
 def _check_multiplications(expression: ast.AST, taint: Taint, found: Found) -> None:
-    """Record in `found` each multiplication in `expression` with a narrow program id operand, innermost first."""
+    """Record in `found` each multiplication in `expression` of a narrow program id by anything but a block size,
+    innermost first; a comparison makes a mask, not an address, so what it holds is not recorded."""
+    masks = {id(inner) for node in ast.walk(expression) if isinstance(node, ast.Compare) for inner in ast.walk(node)}
     # Breadth-first order reversed visits every node before the nodes that contain it.
     for node in reversed(list(ast.walk(expression))):
+        if id(node) in masks:
+            continue
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             operands = (node.left, node.right)
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
             operands = (node.target, node.value)
         else:
             continue
-        for operand in operands:
-            origins = _origins(operand, taint, found)
-            if origins:
+        for operand, other in (operands, operands[::-1]):
+            origins = _narrow(_origins(operand, taint, found))
+            # a program id times a block size is at most the extent of the dimension it tiles: the next product is
+            # the one that can wrap
+            if origins and not _is_block_size(other):
                 found.setdefault(node, (operand, origins))
                 break
 
 
 def _merge(first: Taint, second: Taint) -> Taint:
-    return {name: first.get(name, frozenset()) | second.get(name, frozenset()) for name in first.keys() | second.keys()}
+    """Names after two paths: int64 where both made them so, else narrow from either."""
+    merged = {}
+    for name in first.keys() | second.keys():
+        one, two = first.get(name, frozenset()), second.get(name, frozenset())
+        value = WIDE if one == two == WIDE else _narrow(one) | _narrow(two)
+        if value:
+            merged[name] = value
+    return merged
 
 
 def _headers(statement: ast.stmt) -> list[ast.AST]:
@@ -241,7 +298,7 @@ def _flow(statements: list[ast.stmt], taint: Taint, found: Found) -> None:
             # Two passes let a value assigned late in the body reach its uses early in the next iteration.
             for _ in range(2):
                 if isinstance(statement, ast.For):
-                    _bind(_bindings(statement.target, statement.iter, loop), loop)
+                    _bind([(name, _loop_index(statement.iter, loop)) for name in _names(statement.target)], loop)
                 _flow(statement.body, loop, found)
             after = _merge(taint, loop)
             _flow(statement.orelse, after, found)
@@ -256,21 +313,26 @@ def _flow(statements: list[ast.stmt], taint: Taint, found: Found) -> None:
 @rule('TRI002', 'Program id multiplied in int32', 'error',
       'cast the program id with `.to(tl.int64)` where it is read, before it meets a size or stride')
 def narrow_program_ids(context: Context) -> Iterator[Violation]:
-    """Checks that inside `@triton.jit` functions no multiplication takes a program id that was not cast to int64.
+    """Checks that inside `@triton.jit` functions no multiplication takes a program id that was not cast to int64 and
+    multiplies it by a size or stride.
 
     A value is a program id when it is `tl.program_id(...)` or a name assigned from an expression holding one, through
     arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)` and tuple unpacking such as
-    `i_k, i_v = tl.program_id(0), tl.program_id(1)`. `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and names assigned from
-    them are wide. The analysis is intra-procedural: a program id passed to a helper, or returned from one, is not
-    followed; values read with `tl.load` through a program id offset are data, not indices, and are not followed either.
+    `i_k, i_v = tl.program_id(0), tl.program_id(1)`. `x.to(tl.int64)`, `tl.cast(x, tl.int64)`, names assigned from
+    them and arithmetic holding them are wide, as Triton promotes int32 with int64 to int64. A product with a block
+    size (a `B...` compile-time name such as `BT`, an integer literal, or a product of them) is at most the extent of the
+    dimension it tiles and is not reported, but stays narrow; so is a loop index below a block size
+    (`range(tl.minimum(BC, T - i_t * BT))`), and a comparison, which makes a mask rather than an address. The analysis
+    is intra-procedural: a program id passed to a helper, or returned from one, is not followed; values read with
+    `tl.load` through a program id offset are data, not indices, and are not followed either.
 
-    Program ids are int32, and so is every product of them with int32 sizes: `i_n * T * H * K` wraps around once the
-    tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large batches and
-    long packed sequences reach that size on today's GPUs.
+    Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
+    once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large
+    batches and long packed sequences reach that size on today's GPUs.
 
-    Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)`.
+    Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)` and `q + o_row[:, None] * H * K`.
 
-    Instead: `i_t = tl.program_id(0).to(tl.int64)`, then `o_row = i_t * BT + tl.arange(0, BT)`.
+    Instead: `i_t = tl.program_id(0).to(tl.int64)`, then the same offsets.
     """
     for source in context.sources('*.py'):
         if source.tree is None or 'program_id' not in source.text:

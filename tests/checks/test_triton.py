@@ -90,14 +90,12 @@ def test_program_id_products_without_an_int64_cast_are_reported(repo):
     repo.write({PATH: NARROW})
     report = repo.check('TRI002')
     assert _where(report) == [
-        ('TRI002', PATH, _line_of(NARROW, 'o_row = i_t * BT')),
         ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
         ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
         ('TRI002', PATH, _line_of(NARROW, 'tl.store(o')),
     ]
     first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
     assert [f.message for f in report.findings] == [
-        f'`i_t * BT` multiplies `i_t`, derived from `tl.program_id` on line {first}, without an int64 cast',
         f'`o_row[:, None] * H` multiplies `o_row[:, None]`, derived from `tl.program_id` on line {first}, without an '
         'int64 cast',
         f'`i_blocks * K` multiplies `i_blocks`, derived from `tl.program_id` on line {first}, without an int64 cast',
@@ -161,6 +159,29 @@ def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(rep
             return (tl.program_id(0) * 2,)
     ''')})
     assert _where(repo.check('TRI002')) == []
+
+
+def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
+    """Upstream flash-linear-attention's kernels: tile indices times block sizes, a loop index below a block size, a
+    mask, and a sum that already holds an int64 cast; only the product with a size is reported."""
+    text = _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, chunk_indices, T, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr,
+                            BC: tl.constexpr, BK: tl.constexpr):
+            i_k, i_t, i_bh = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+            i_b, i_h = i_bh // H, i_bh % H
+            i_n = tl.load(chunk_indices + i_t * 2).to(tl.int32)
+            o_k = i_k * BK + tl.arange(0, BK)
+            o_t = i_t * BT + tl.arange(0, BT)
+            m_t = o_t * 2 < T
+            p_x = x + (tl.cast(i_b, tl.int64) * H + i_h) * T * K + o_k
+            for j in range(0, tl.minimum(BC, T - i_t * BT)):
+                b_x = tl.load(p_x + j * K, mask=m_t)
+            tl.store(x + (o_t + i_n) * H, b_x)
+    ''')
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))]
 
 
 def test_program_id_product_already_in_the_base_is_not_reported(repo):
