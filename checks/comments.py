@@ -40,10 +40,14 @@ _NOT_ASIDES = {'NOTE', 'TODO', 'FIXME', 'XXX', 'HACK', 'WARNING', 'NB', 'SAFETY'
                'MPS', 'HIP', 'TMA', 'PTX', 'SM', 'CTA', 'MMA', 'JIT', 'API', 'ABI', 'BC', 'IO', 'OOM', 'CI'}
 # A comment line that starts a new paragraph: empty, or opened by a marker such as `NOTE:`.
 _NEW_PARAGRAPH = re.compile(r'^#+\s*(?:$|[A-Z]{2,}\b)')
-_DTYPE = r'(?:(?:torch|tl|np)\.)?(?:b?float\d*(?:_\w+)?|u?int\d*|complex\d*|bf16|fp\d+|f\d+|half|double|bool)'
+_DTYPE = r'(?:(?:torch|tl|np)\.)?(?:b?float\d*(?:_\w+)?|u?int\d*|complex\d*|bf16|fp\d+|[fi]\d+|half|double|bool)'
 _SHAPE = r'\[[^\[\]]*\]|\(\s*[\w.*+/-]+(?:\s*,\s*[\w.*+/-]+)+\s*\)'
-# A trailing comment may start with a shape, or be nothing but shapes and dtypes: `# [BT, BK]`, `# float32`.
-_ANNOTATION = re.compile(rf'^#+\s*(?:\[[^\[\]]+\]|(?:{_DTYPE}|{_SHAPE})(?:[\s,;:]+(?:{_DTYPE}|{_SHAPE}))*\s*$)', re.IGNORECASE)
+# A trailing comment may start with a shape, after a dtype, a pointer's element type or `scalar` (`# [BT, BK] ...`,
+# `# *f32 [B, T, H] - the gate`, `# scalar float32 - ...`), or be nothing but shapes and dtypes (`# float32`).
+_ANNOTATION = re.compile(rf'^#+\s*(?:(?:(?:\*?{_DTYPE}|scalar)\s+)*\[[^\[\]]+\]|scalar\s+{_DTYPE}\b'
+                         rf'|(?:{_DTYPE}|{_SHAPE})(?:[\s,;:]+(?:{_DTYPE}|{_SHAPE}))*\s*$)', re.IGNORECASE)
+# The names of the slots that the elements of a call's arguments or a returned tuple fill: `None,  # scale`.
+_SLOT_LABEL = re.compile(r'^#+\s*[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*(?:\s*\([^()]*\))?\s*$')
 
 
 def _own_line(source: SourceFile, line: int, column: int) -> bool:
@@ -247,8 +251,9 @@ def trailing_comments(context: Context) -> Iterator[Violation]:
     """Checks that a comment on the same line as code is a shape or dtype annotation or a tool directive.
 
     A comment explains why, on its own line above the code; at the end of a line it is cut off by the line length,
-    easy to miss, and left behind when the code changes. Shape and dtype notes (`# [BT, BK]`, `# float32`) and
-    directives (`# noqa`, `# type:`, `# pragma`, `# fmt:`, `# mrbot:`, `# pylint`, `# nosec`) may trail.
+    easy to miss, and left behind when the code changes. Shape and dtype notes (`# [BT, BK]`, `# float32`, `# *f32
+    [B, T, H] - the gate`), the name of the slot an element fills after its comma (`None,  # scale`) and directives
+    (`# noqa`, `# type:`, `# pragma`, `# fmt:`, `# mrbot:`, `# pylint`, `# nosec`) may trail.
 
     Example: `b_h *= tl.exp(b_g_last)  # decay the state to the end of the chunk`.
 
@@ -257,5 +262,7 @@ def trailing_comments(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         for line, column, text in source.comments:
             if _own_line(source, line, column) or _ANNOTATION.match(text) or _DIRECTIVE.match(text):
+                continue
+            if _SLOT_LABEL.match(text) and source.line(line)[:column].rstrip().endswith(','):
                 continue
             yield Violation(source.path, line, 'explanatory comment at the end of a line of code', column=column)

@@ -157,6 +157,20 @@ def test_annotations_and_directives_may_trail(repo, comment):
     assert _findings(repo, 'CMT005', BODY + f'SIZE = 4  {comment}\n') == []
 
 
+@pytest.mark.parametrize('comment', ['# *f32 [B, T, H, D]', '# *i32 [N+1] - cumulative sequence lengths',
+                                     '# scalar float32 - epsilon for log safety', '# *f32 [N, H, D] or None'])
+def test_upstream_pointer_and_scalar_annotations_may_trail(repo, comment):
+    assert _findings(repo, 'CMT005', BODY + f'SIZE = 4  {comment}\n') == []
+
+
+def test_slot_labels_after_a_comma_may_trail_and_prose_may_not(repo):
+    code = BODY + 'GRADS = (\n    None,  # scale\n    None,  # use_qk_l2norm_in_kernel (always True)\n    0,  # x, eps\n' \
+                  '    1,  # the query side\n)\nSIZE = 4  # scale\n'
+    lines = (repo.HEADER + code).splitlines()
+    assert [line for _, _, line in _findings(repo, 'CMT005', code)] == [
+        lines.index('    1,  # the query side') + 1, lines.index('SIZE = 4  # scale') + 1]
+
+
 def test_comment_on_its_own_line_is_not_trailing(repo):
     assert _findings(repo, 'CMT005', BODY + '# four fits the shared memory\nSIZE = 4\n') == []
 
