@@ -18,8 +18,13 @@ _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'ma
 _SNIPPET_LENGTH = 60
 
 _BLOCK_SIZE_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
+# Program ids over a feature dimension (key, value, model width), and the sizes of those dimensions: a product of the
+# two stays within one token's row or one weight matrix.
+_FEATURE_INDEX_NAME = re.compile(r'^i_(?:k|v|d|kv)$')
+_FEATURE_SIZES = frozenset({'K', 'V', 'D', 'W'})
 
-# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it, or WIDE for an int64 value.
+# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it, negated for a program id
+# over a feature dimension, or WIDE for an int64 value.
 Taint = dict[str, frozenset[int]]
 # No line is 0: the mark of a value known to be int64, which makes every arithmetic result it enters int64 too.
 WIDE = frozenset({0})
@@ -131,6 +136,15 @@ def _join(parts: list[frozenset[int]]) -> frozenset[int]:
     return frozenset().union(*map(_narrow, parts))
 
 
+def _is_feature_size(node: ast.expr) -> bool:
+    """Whether `node` is the size of a feature dimension (`K`, `V`), a block size, or a product of them."""
+    if isinstance(node, ast.Name) and node.id in _FEATURE_SIZES:
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_feature_size(node.left) and _is_feature_size(node.right)
+    return _is_block_size(node)
+
+
 def _is_block_size(node: ast.expr) -> bool:
     """Whether `node` is a compile-time block size (`BT`, `BK`), an integer literal, or a product of them."""
     if isinstance(node, ast.Name):
@@ -212,6 +226,9 @@ def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str
     if pairs_up:
         return [binding for t, v in zip(target.elts, value.elts, strict=True) for binding in _bindings(t, v, taint)]
     origins = _origins(value, taint)
+    if isinstance(target, ast.Name) and _FEATURE_INDEX_NAME.match(target.id) and origins != WIDE:
+        # named for a feature block (`i_k = tl.program_id(0)`, `i_d = pid % ND`): it counts that dimension's blocks
+        origins = frozenset(-abs(line) for line in origins)
     return [(name, origins) for name in _names(target)]
 
 
@@ -251,9 +268,10 @@ def _check_multiplications(expression: ast.AST, taint: Taint, found: Found) -> N
             continue
         for operand, other in (operands, operands[::-1]):
             origins = _narrow(_origins(operand, taint, found))
-            # a program id times a block size is at most the extent of the dimension it tiles: the next product is
-            # the one that can wrap
-            if origins and not _is_block_size(other):
+            # a program id times a block size is at most the extent of the dimension it tiles, a feature offset times
+            # a feature size one token's row: the next product is the one that can wrap
+            bounded = _is_block_size(other) or (all(line < 0 for line in origins) and _is_feature_size(other))
+            if origins and not bounded:
                 found.setdefault(node, (operand, origins))
                 break
 
@@ -321,7 +339,8 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     `i_k, i_v = tl.program_id(0), tl.program_id(1)`. `x.to(tl.int64)`, `tl.cast(x, tl.int64)`, names assigned from
     them and arithmetic holding them are wide, as Triton promotes int32 with int64 to int64. A product with a block
     size (a `B...` compile-time name such as `BT`, an integer literal, or a product of them) is at most the extent of the
-    dimension it tiles and is not reported, but stays narrow; so is a loop index below a block size
+    dimension it tiles and is not reported, but stays narrow; so is an offset from a program id over a feature
+    dimension (`i_k`, `i_v`, `i_d`) times a feature size (`K`, `V`, `D`, `W`), a loop index below a block size
     (`range(tl.minimum(BC, T - i_t * BT))`), and a comparison, which makes a mask rather than an address. The analysis
     is intra-procedural: a program id passed to a helper, or returned from one, is not followed; values read with
     `tl.load` through a program id offset are data, not indices, and are not followed either.
@@ -341,9 +360,10 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
             found: Found = {}
             _flow(function.body, {}, found)
             for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
+                first = min(map(abs, origins))
                 yield Violation(source.path, node.lineno, f'`{_snippet(node)}` multiplies `{_snippet(narrow)}`, derived '
-                                                          f'from `tl.program_id` on line {min(origins)}, without an int64 '
-                                                          'cast', column=node.col_offset,
+                                                          f'from `tl.program_id` on line {first}, without an int64 cast',
+                                column=node.col_offset,
                                 anchors=tuple(range(node.lineno, node.end_lineno + 1)))
 
 

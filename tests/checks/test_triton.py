@@ -163,12 +163,14 @@ def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(rep
 
 def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
     """Upstream flash-linear-attention's kernels: tile indices times block sizes, a loop index below a block size, a
-    mask, and a sum that already holds an int64 cast; only the product with a size is reported."""
+    mask, a feature offset times a feature size, and a sum that already holds an int64 cast; only the products with a
+    sequence size and a runtime stride are reported."""
     text = _kernel('''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, chunk_indices, T, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr,
+        def demo_fwd_kernel(x, chunk_indices, T, stride_k, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                             BC: tl.constexpr, BK: tl.constexpr):
-            i_k, i_t, i_bh = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+            i_kt, i_bh = tl.program_id(0), tl.program_id(1)
+            i_k, i_t = i_kt % tl.cdiv(K, BK), i_kt // tl.cdiv(K, BK)
             i_b, i_h = i_bh // H, i_bh % H
             i_n = tl.load(chunk_indices + i_t * 2).to(tl.int32)
             o_k = i_k * BK + tl.arange(0, BK)
@@ -176,12 +178,12 @@ def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
             m_t = o_t * 2 < T
             p_x = x + (tl.cast(i_b, tl.int64) * H + i_h) * T * K + o_k
             for j in range(0, tl.minimum(BC, T - i_t * BT)):
-                b_x = tl.load(p_x + j * K, mask=m_t)
-            tl.store(x + (o_t + i_n) * H, b_x)
+                b_x = tl.load(p_x + j * K + o_k[None, :] * V, mask=m_t)
+            tl.store(x + (o_t + i_n) * H + o_k * stride_k, b_x)
     ''')
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
-    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))]
+    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))] * 2
 
 
 def test_program_id_product_already_in_the_base_is_not_reported(repo):
