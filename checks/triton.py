@@ -11,7 +11,8 @@ from collections.abc import Container, Iterator
 from mrbot.rules import Context, Violation, dotted_name, last_name, rule
 
 _BLOCK_POINTER_APIS = ('make_block_ptr', 'advance')
-_COMPILE_TIME_NAME = re.compile(r'^(?:B[A-Z0-9][A-Z0-9_]*|(?:USE|IS|HAS)_[A-Z0-9_]*)$')
+# `BH` and `BH_...` count batch x heads, a runtime value that would recompile the kernel per batch size as a constexpr.
+_COMPILE_TIME_NAME = re.compile(r'^(?:B(?!H(?:_|$))[A-Z0-9][A-Z0-9_]*|(?:USE|IS|HAS)_[A-Z0-9_]*)$')
 # Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
 _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
                               'range', 'static_range', 'where'})
@@ -435,8 +436,9 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
     """Checks that `@triton.jit` parameters named like compile-time values are annotated `tl.constexpr`.
 
     Compile-time names are block sizes, `B` followed by an upper-case letter or digit and only upper-case letters,
-    digits and underscores (`BT`, `BK`, `BLOCK_SIZE`), and flags starting with `USE_`, `IS_` or `HAS_`. The annotation
-    may be written `tl.constexpr` or `triton.language.constexpr`.
+    digits and underscores (`BT`, `BK`, `BLOCK_SIZE`), and flags starting with `USE_`, `IS_` or `HAS_`. `BH` and
+    `BH_...` are not: they count batch x heads, which changes with every batch size. The annotation may be written
+    `tl.constexpr` or `triton.language.constexpr`.
 
     Without the annotation the value arrives as a runtime integer: `tl.arange(0, BT)` fails to compile, and a flag in
     `if USE_G:` becomes a branch in the compiled code instead of removing the dead path. The naming convention is how a

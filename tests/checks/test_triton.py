@@ -275,10 +275,13 @@ COMPILE_TIME = _kernel('''
         BLOCK_SIZE: int,
         USE_G,
         bt,
+        BH,
+        BH_OFFSET,
+        BHV,
         IS_VARLEN: tl.constexpr,
         HAS_BIAS: triton.language.constexpr,
     ):
-        tl.store(x, B + T + BT + BLOCK_SIZE + USE_G + bt)
+        tl.store(x, B + T + BT + BLOCK_SIZE + USE_G + bt + BH + BH_OFFSET + BHV)
 ''')
 
 
@@ -290,6 +293,7 @@ def test_compile_time_names_without_constexpr_are_reported(repo):
         ('TRI004', PATH, _line_of(COMPILE_TIME, '    BT,')),
         ('TRI004', PATH, _line_of(COMPILE_TIME, 'BLOCK_SIZE: int')),
         ('TRI004', PATH, _line_of(COMPILE_TIME, 'USE_G,')),
+        ('TRI004', PATH, _line_of(COMPILE_TIME, 'BHV,')),
     ]
     assert report.findings[0].message == ('parameter `BT` of `demo_fwd_kernel` is named as a compile-time value but is '
                                           'not `tl.constexpr`')
