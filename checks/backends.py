@@ -220,7 +220,10 @@ def verifier_signature(context: Context) -> Iterator[Violation]:
     The dispatcher calls the verifier with the caller's arguments exactly as given. A verifier whose positional
     parameters are ordered differently judges one argument under another's name, and a `**kwargs` standing in for
     parameters lets them through unchecked, so the backend serves calls it cannot compute. Keyword-only parameters
-    must match as a set; defaults are not compared. The public function is looked up in the change and on disk
+    must match as a set; defaults are not compared. With `verifier-pass-through = true` in `[tool.mrbot]` (upstream
+    flash-linear-attention's convention) a verifier may instead name one or more leading parameters and take the rest as
+    `*args, **kwargs`: every call reaches it, and what it judges arrives under the right name.
+    The public function is looked up in the change and on disk
     under the source roots, preferring the one whose `@dispatch` imports this backends package; when none is
     found, or the candidates disagree, nothing is reported.
 
@@ -243,6 +246,10 @@ def verifier_signature(context: Context) -> Iterator[Violation]:
             continue
         expected, found = signatures.pop(), _signature(verifier, bound=True)
         if found.positional == expected.positional and set(found.keyword_only) == set(expected.keyword_only):
+            continue
+        # the pass-through form: every call reaches it, and what it names it names in the function's order
+        if context.config.verifier_pass_through and found.positional and found.var_positional and found.var_keyword and not found.keyword_only \
+                and expected.positional[:len(found.positional)] == found.positional:
             continue
         message = f'{verifier.name} takes ({found}) but {name} takes ({expected})'
         swallowed = [n for n in expected.names if n not in found.names] if found.var_keyword else []

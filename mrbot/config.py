@@ -118,6 +118,8 @@ class Config:
     command_job_hours: int = 12
     # Whether `mrbot action` checks draft pull requests too.
     check_drafts: bool = False
+    # Whether a backend verifier may name leading parameters and take the rest as `*args, **kwargs` (BKD002).
+    verifier_pass_through: bool = False
     # NVIDIA targets every kernel the change reaches must compile for (`mrbot compile`), e.g. sm_90, sm_100.
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
     # Seconds each test may run while `mrbot compile` captures its launches; by then it has made them.

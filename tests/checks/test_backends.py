@@ -143,6 +143,7 @@ def _verifier_backend(parameters: str) -> str:
     pytest.param('x, **kwargs', 'takes (x, **kwargs) but scale takes (x, factor, *, cu_seqlens); **kwargs lets factor, '
                  'cu_seqlens through unchecked', id='swallowed'),
     pytest.param('*args, **kwargs', 'takes (*args, **kwargs)', id='catch-all'),
+    pytest.param('factor, *args, **kwargs', 'takes (factor, *args, **kwargs)', id='pass-through-out-of-order'),
 ])
 def test_verifier_signature_mismatch_is_reported_at_the_def_line(repo, parameters, message):
     repo.commit({PUBLIC: _code(DISPATCHED)})
@@ -150,6 +151,15 @@ def test_verifier_signature_mismatch_is_reported_at_the_def_line(repo, parameter
     report = repo.check('BKD002')
     assert _located(report) == [('BKD002', BACKENDS, _line(_verifier_backend(parameters), 'def scale_verifier'))]
     assert message in report.findings[0].message
+
+
+@pytest.mark.parametrize('parameters', ['x, *args, **kwargs', 'x, factor=2, *args, **kwargs'])
+def test_verifier_passing_the_rest_through_is_accepted_where_the_repository_allows_it(repo, parameters):
+    repo.commit({PUBLIC: _code(DISPATCHED)})
+    repo.write({BACKENDS: _verifier_backend(parameters)})
+    assert [f.rule for f in repo.check('BKD002').findings] == ['BKD002']
+    repo.write({'pyproject.toml': '[tool.mrbot]\nverifier-pass-through = true\n'})
+    assert repo.check('BKD002').findings == ()
 
 
 def test_verifier_signature_matches_on_names_and_order_not_defaults(repo):
