@@ -250,7 +250,8 @@ def kept_cases(context: Context) -> Iterator[Violation]:
     Dropping the shape that fails, or skipping it, turns a red gate green without fixing anything. A case is compared
     by its `pytest.param` id, else by its source text, per module-level case list and per decorator; added lines with
     `pytest.mark.skip`, `skipif`, `xfail`, `pytest.skip(`, `pytest.xfail(` or `pytest.importorskip(` are reported where
-    the file now has more of them than before. New test files are not checked for skips.
+    the file now has more of them than before, unless they belong to a test function the base did not have (a new test
+    carrying the file's usual platform skip removes nothing). New test files are not checked for skips.
 
     Example: deleting `pytest.param(1, 13, 1, 16, 16, ..., id='T13-shorter-than-chunk')` from `DENSE_CASES`, or adding
     `@pytest.mark.skip(reason='flaky')` above `test_varlen`.
@@ -264,10 +265,30 @@ def kept_cases(context: Context) -> Iterator[Violation]:
         yield from _removed_cases(source)
         before = Counter(_SKIP.findall(source.file.base_text))
         after = Counter(_SKIP.findall(source.text))
+        existing, new_tests = _test_names(source.base_tree), _test_spans(source.tree)
         for line in sorted(source.added):
+            # a skip on a test the base did not have stops no case from running
+            if any(first <= line <= last and name not in existing for name, first, last in new_tests):
+                continue
             for skip in dict.fromkeys(_SKIP.findall(source.line(line))):
                 if after[skip] > before[skip]:
                     yield Violation(source.path, line, f'{skip.rstrip("(")} added: the case no longer runs in the gate')
+
+
+def _test_spans(tree: ast.Module | None) -> list[tuple[str, int, int]]:
+    """Each test function (`Class.test_x` for a method) with its first line, decorators included, and its last."""
+    spans = []
+    for node in tree.body if tree is not None else []:
+        functions = [(f'{node.name}.', child) for child in node.body] if isinstance(node, ast.ClassDef) else [('', node)]
+        for prefix, function in functions:
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name.startswith('test'):
+                first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
+                spans.append((prefix + function.name, first, function.end_lineno or function.lineno))
+    return spans
+
+
+def _test_names(tree: ast.Module | None) -> set[str]:
+    return {name for name, _, _ in _test_spans(tree)}
 
 
 @rule('GATE004', 'Numeric precision relaxed', 'error',

@@ -159,6 +159,16 @@ def test_skip_added(repo):
     assert _messages(report) == ['pytest.mark.skip added: the case no longer runs in the gate']
 
 
+def test_skip_on_an_added_test_is_not_reported_and_on_an_existing_one_is(repo):
+    repo.commit(SIMPLE_GLA)
+    added = ("\n\n@pytest.mark.skipif(device_platform == 'intel', reason='Intel Triton failure')\n"
+             "@pytest.mark.parametrize('T', [70, 200])\ndef test_partial_last_chunk(T):\n"
+             "    if T > 100:\n        pytest.skip('too long for the interpreter')\n    assert T\n")
+    head = OP_TEST.replace('def test_chunk', "@pytest.mark.xfail(reason='flaky')\ndef test_chunk") + added
+    repo.write({'tests/ops/test_simple_gla.py': head})
+    assert _where(repo.check('GATE003')) == [('GATE003', 'tests/ops/test_simple_gla.py', _line(head, 'mark.xfail('))]
+
+
 def test_skip_already_in_the_base_moved_or_in_a_new_file_is_not_reported(repo):
     repo.commit(SIMPLE_GLA)
     skipif = "@pytest.mark.skipif(not ON_GPU, reason='large shape: runs compiled on a GPU')\n"
