@@ -248,7 +248,8 @@ def verifier_signature(context: Context) -> Iterator[Violation]:
         if found.positional == expected.positional and set(found.keyword_only) == set(expected.keyword_only):
             continue
         # the pass-through form: every call reaches it, and what it names it names in the function's order
-        if context.config.verifier_pass_through and found.positional and found.var_positional and found.var_keyword and not found.keyword_only \
+        passes_through = found.positional and found.var_positional and found.var_keyword and not found.keyword_only
+        if context.config.verifier_pass_through and passes_through \
                 and expected.positional[:len(found.positional)] == found.positional:
             continue
         message = f'{verifier.name} takes ({found}) but {name} takes ({expected})'

@@ -164,7 +164,11 @@ def _removed_cases(source: SourceFile) -> Iterator[Violation]:
 
 
 def _tf32_lines(source: SourceFile, in_test: bool) -> Iterator[tuple[int, str]]:
-    """`(line, what)` for each place the module turns TF32 on."""
+    """`(line, what)` for each place the module turns TF32 on; a `'tf32'` among a test's parametrized cases is an op
+    mode under test, not a setting."""
+    cases = {id(inner) for node in ast.walk(source.tree) if source.tree is not None
+             and isinstance(node, ast.Call) and last_name(node.func) in ('parametrize', 'param')
+             for inner in ast.walk(node)} if in_test else set()
     for node in ast.walk(source.tree) if source.tree is not None else ():
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
             for target in node.targets:
@@ -182,7 +186,7 @@ def _tf32_lines(source: SourceFile, in_test: bool) -> Iterator[tuple[int, str]]:
             precision = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == 'precision'), None)
             if isinstance(precision, ast.Constant) and precision.value in _LOOSE_MATMUL_PRECISIONS:
                 yield node.lineno, f'set_float32_matmul_precision({precision.value!r})'
-        elif in_test and isinstance(node, ast.Constant) and node.value == 'tf32':
+        elif in_test and isinstance(node, ast.Constant) and node.value == 'tf32' and id(node) not in cases:
             yield node.lineno, "'tf32'"
 
 
@@ -300,7 +304,8 @@ def relaxed_precision(context: Context) -> Iterator[Violation]:
     TF32 keeps 10 mantissa bits and half-precision accumulators lose sums; either makes a kernel faster and less
     accurate, and on one side of a comparison it also moves the reference. The TF32 checks cover `allow_tf32 = True`,
     `allow_tf32=True`, `fp32_precision = 'tf32'`, `input_precision='tf32'` and `set_float32_matmul_precision('high')`
-    everywhere under source and test roots, and a bare `'tf32'` string in tests. A narrowed accumulator is a removed and
+    everywhere under source and test roots, and a bare `'tf32'` string in tests outside `pytest.mark.parametrize` and
+    `pytest.param` (there it is a mode of the op under test). A narrowed accumulator is a removed and
     an added line of one hunk that differ only in dtypes, with a float32 turned into a 16-bit type.
 
     Example: `b_h = tl.zeros([BK, BV], dtype=tl.float32)` becoming `b_h = tl.zeros([BK, BV], dtype=tl.bfloat16)`, or

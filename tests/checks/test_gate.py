@@ -178,6 +178,14 @@ def test_skip_already_in_the_base_moved_or_in_a_new_file_is_not_reported(repo):
     assert repo.check('GATE003').findings == ()
 
 
+def test_tf32_as_a_parametrized_op_mode_is_not_a_setting(repo):
+    repo.commit(SIMPLE_GLA)
+    cases = ("\n\n@pytest.mark.parametrize('precision', ['ieee', 'tf32'])\ndef test_modes(precision):\n    assert precision\n"
+             "\n\nMODES = [pytest.param('tf32', id='tf32')]\n")
+    repo.write({'tests/ops/test_simple_gla.py': SIMPLE_GLA['tests/ops/test_simple_gla.py'] + cases})
+    assert repo.check('GATE004').findings == ()
+
+
 @pytest.mark.parametrize(('path', 'line', 'message'), [
     pytest.param('tests/ops/test_simple_gla.py', 'torch.backends.cuda.matmul.allow_tf32 = True',
                  'torch.backends.cuda.matmul.allow_tf32 = True turns TF32 on', id='allow-in-test'),
