@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -410,6 +411,10 @@ def _rejection_reasons(verifier: ast.FunctionDef | ast.AsyncFunctionDef) -> Iter
                     yield node, _constant(reason)
 
 
+# A quoted string of three words or more in a test: what an assertion on part of a reason looks like.
+_ASSERTED_PART = re.compile(r"""(['"])([^'"\n]*?\S\s+\S+\s+\S[^'"\n]*?)\1""")
+
+
 @rule('BKD005', 'Verifier rejection reason that no test triggers', 'warning',
       'add a test that calls the public function with input this branch rejects and checks the reason')
 def untested_rejection(context: Context) -> Iterator[Violation]:
@@ -420,8 +425,9 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
 
     Each rejection branch is a route to the default implementation that only runs on the inputs it names; without
     a test the branch can reject the wrong inputs, or accept inputs the backend computes wrongly, and nobody
-    notices. A reason counts as tested when its text occurs in a test file; for an f-string, its longest literal
-    part of at least eight characters does, and shorter ones are not checked.
+    notices. A reason counts as tested when its text occurs in a test file, or a test's string of at least three words
+    occurs in it (`assert 'slower than Triton' in reason`, `pytest.raises(..., match='...')`); for an f-string, its
+    longest literal part of at least eight characters counts, and shorter ones are not checked.
 
     Example: `return False, 'q must be bfloat16'` in `chunk_kda_verifier`, with no test mentioning it.
 
@@ -432,9 +438,10 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
     if not reasons:
         return
     tests = [text for _, text in _repository_texts(context, context.config.test_roots, '*')]
+    asserted = {match[2] for test in tests for match in _ASSERTED_PART.finditer(test)}
     roots = ', '.join(f'{root.strip("/")}/' for root in context.config.test_roots)
     for source, verifier, node, text in reasons:
-        if not any(text in test for test in tests):
+        if not any(text in test for test in tests) and not any(part in text for part in asserted):
             yield Violation(source.path, node.lineno, f'no file under {roots} contains the rejection reason {text!r} '
                             f'of {verifier.name}', node.col_offset,
                             anchors=tuple(range(node.lineno, (node.end_lineno or node.lineno) + 1)))

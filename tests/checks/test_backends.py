@@ -351,6 +351,13 @@ def test_rejection_reasons_found_in_tests_on_disk_or_in_the_change_are_not_repor
     assert repo.check('BKD005').findings == ()
 
 
+def test_rejection_reasons_a_test_asserts_in_part_count_as_tested(repo):
+    tests = ("assert not ok and 'hold more than' in reason\n"
+             "with pytest.raises(ValueError, match='must be bfloat16'):\n    pass\n")
+    repo.write({BACKENDS: _backend(REJECTIONS), 'tests/ops/test_foo.py': tests})
+    assert [f.message.split("'")[1] for f in repo.check('BKD005').findings] == ['factor must be 2, got']
+
+
 def test_rejection_reasons_of_an_untouched_backend_are_not_reported(repo):
     repo.commit({BACKENDS: _backend(REJECTIONS)})
     repo.write({'fla/ops/foo/chunk.py': 'x = 1\n'})
