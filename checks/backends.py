@@ -363,7 +363,9 @@ def eager_backend_import(context: Context) -> Iterator[Violation]:
     The dispatcher imports the backends module on the first call of any function of the op. A missing or broken
     optional package (a kernel library built for another CUDA) then fails that import and turns off every backend
     of the op, not only the one that needs the package; a `try`/`except ImportError` around it still pays the
-    import on every first call. Imports under `if TYPE_CHECKING:` are exempt.
+    import on every first call. Imports under `if TYPE_CHECKING:` are exempt, and so are modules of the backends
+    package that load only when a method imports them: the package's own modules that it, or a module it loads,
+    imports at module level are the ones checked.
 
     Example: `import flash_kda` at the top of `fla/ops/kda/backends/flash_kda.py`.
 
@@ -371,7 +373,13 @@ def eager_backend_import(context: Context) -> Iterator[Violation]:
     """
     own = {root.strip('/').rpartition('/')[2] for root in context.config.source_roots}
     allowed = _ALWAYS_INSTALLED | own | set(sys.stdlib_module_names)
+    eager: dict[str, set[str]] = {}
     for source in _backend_sources(context):
+        package = _backends_package(source.path, context)
+        if package not in eager:
+            eager[package] = _eager_modules(context, source.path, package)
+        if '.'.join(_module_path(source.path, context)) not in eager[package]:
+            continue
         for statement in _top_level_statements(source.tree.body):
             if isinstance(statement, ast.Import):
                 packages = [a.name.split('.')[0] for a in statement.names]
@@ -382,6 +390,40 @@ def eager_backend_import(context: Context) -> Iterator[Violation]:
             for package in dict.fromkeys(p for p in packages if p not in allowed):
                 yield Violation(source.path, statement.lineno, f'{package} is imported when the backends module loads; '
                                 f'import it inside the methods that use it', statement.col_offset, _lines(statement))
+
+
+def _eager_modules(context: Context, path: str, package: str) -> set[str]:
+    """Dotted names of the modules of the backends `package` (which holds `path`) that load with it: the package and
+    what it and they import at module level, as the change leaves them."""
+    parts = path.split('/')
+    if 'backends' not in parts[:-1]:
+        return {package}
+    folder = '/'.join(parts[:len(parts) - parts[::-1].index('backends')])
+    modules = {'.'.join(_module_path(module_path, context)): (module_path.endswith('__init__.py'), text)
+               for module_path, text in _repository_texts(context, (folder,), '*.py')}
+    loaded, waiting = set(), [package]
+    while waiting:
+        name = waiting.pop()
+        if name in loaded or name not in modules:
+            continue
+        loaded.add(name)
+        is_package, text = modules[name]
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        here = name if is_package else name.rpartition('.')[0]
+        for statement in _top_level_statements(tree.body):
+            if isinstance(statement, ast.Import):
+                waiting += [alias.name for alias in statement.names]
+            elif isinstance(statement, ast.ImportFrom):
+                base = here
+                for _ in range(max(statement.level - 1, 0)):
+                    base = base.rpartition('.')[0]
+                module = statement.module or ''
+                target = module if statement.level == 0 else '.'.join(filter(None, (base, module)))
+                waiting += [target, *(f'{target}.{alias.name}' for alias in statement.names)]
+    return loaded
 
 
 def _alternatives(node: ast.expr) -> Iterator[ast.expr]:

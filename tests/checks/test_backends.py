@@ -314,6 +314,25 @@ def test_optional_packages_imported_inside_methods_are_not_reported(repo):
     assert repo.check('BKD004').findings == ()
 
 
+def test_optional_package_in_a_module_that_loads_only_from_a_method_is_not_reported(repo):
+    """Upstream's tilelang kernels: each module imports tilelang, and the backend imports the module when it runs."""
+    classes = """
+    class Fast(BaseBackend):
+        backend_type = 'fast'
+        package_name = 'tilelang'
+
+        def scale(self, x, factor=2):
+            from fla.ops.foo.backends.fast.kernels import fast_scale
+
+            return fast_scale(x, factor)
+    """
+    repo.write({BACKENDS: 'from .fast import Fast\n',
+                'fla/ops/foo/backends/fast/__init__.py': _backend(classes, 'from .schedules import best\n'),
+                'fla/ops/foo/backends/fast/schedules.py': 'import tilelang\n\nbest = tilelang.best\n',
+                'fla/ops/foo/backends/fast/kernels.py': 'import tilelang\n\nfast_scale = tilelang.jit\n'})
+    assert _located(repo.check('BKD004')) == [('BKD004', 'fla/ops/foo/backends/fast/schedules.py', 1)]
+
+
 def test_optional_package_imported_in_the_base_is_not_reported(repo):
     repo.commit({BACKENDS: _code(EAGER_IMPORTS)})
     repo.write({BACKENDS: _code(EAGER_IMPORTS) + 'PRIORITY = 1\n'})
