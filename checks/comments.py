@@ -232,7 +232,8 @@ def personal_asides(context: Context) -> Iterator[Violation]:
 
     A comment addressed by or to one person is a conversation, not documentation: it belongs in the review. The
     markers NOTE, TODO, FIXME, XXX, HACK, WARNING, NB and SAFETY are not asides, nor are names of platforms and
-    hardware units such as `CPU`, `GPU`, `AMD`, `MPS`, `TMA` or `PTX`.
+    hardware units such as `CPU`, `GPU`, `AMD`, `MPS`, `TMA` or `PTX`, nor a term the file uses elsewhere (`# CP:`
+    where the code has `cp_context`, `# GVA:` where a docstring names it).
 
     Example: `# JD: not sure this mask is needed`.
 
@@ -241,8 +242,15 @@ def personal_asides(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         for line, column, text in source.comments:
             aside = _ASIDE.match(text)
-            if aside and aside.group(1) not in _NOT_ASIDES:
+            if aside and aside.group(1) not in _NOT_ASIDES and not _is_term(source, line, aside.group(1)):
                 yield Violation(source.path, line, f'personal aside {aside.group(1)}:', column=column)
+
+
+def _is_term(source: SourceFile, line: int, word: str) -> bool:
+    """Whether `word` also occurs on another line of the file as a word or a part of a snake_case name (`cp_context`
+    for `CP`): a term of the code, not someone's initials."""
+    pattern = re.compile(rf'(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])', re.IGNORECASE)
+    return any(pattern.search(text) for number, text in enumerate(source.text.splitlines(), 1) if number != line)
 
 
 @rule('CMT005', 'Trailing explanatory comment', 'note',

@@ -138,6 +138,13 @@ def test_markers_and_prose_are_not_asides(repo, comment):
     assert _findings(repo, 'CMT004', f'{comment}\n{BODY}') == []
 
 
+@pytest.mark.parametrize('code', ['def scale(x, cp_context=None):\n    # CP: exchange the boundary state\n    return x\n',
+                                  'def scale(x):\n    """Two value heads per key head (GVA)."""\n    # GVA: heads share keys\n'
+                                  '    return x\n'])
+def test_an_acronym_the_file_uses_elsewhere_is_a_term_not_an_aside(repo, code):
+    assert _findings(repo, 'CMT004', BODY + code) == []
+
+
 def test_personal_aside_already_in_the_base_is_not_reported(repo):
     base = '# JD: not sure\n' + BODY
     assert _findings(repo, 'CMT004', base + 'SIZE = 4\n', base) == []
