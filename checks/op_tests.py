@@ -62,6 +62,29 @@ def new_op_directories(change: ChangeSet, config: Config) -> set[str]:
             and any(f.path == f'{directory}__init__.py' for f in files)}
 
 
+def _shared_kernels(directory: str, change: ChangeSet, config: Config) -> bool:
+    """Whether the new folder serves other ops rather than users: the change imports it from other op folders and
+    from no test."""
+    module = directory.rstrip('/').replace('/', '.')
+    importers = [file.path for file in change.files if file.text is not None and file.path.endswith('.py')
+                 and not file.path.startswith(directory) and _imports_module(file.text, module)]
+    return any(op_directory(path, config) for path in importers) and not any(is_op_test(path, config)
+                                                                            or config.is_test(path)
+                                                                            for path in importers)
+
+
+def _imports_module(text: str, module: str) -> bool:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+               and (node.module == module or node.module.startswith(module + '.'))
+               or isinstance(node, ast.Import) and any(a.name == module or a.name.startswith(module + '.')
+                                                       for a in node.names)
+               for node in ast.walk(tree))
+
+
 def _triton_import(node: ast.AST) -> str | None:
     """The Triton module an import statement names, or None for any other statement."""
     if isinstance(node, ast.Import):
@@ -119,6 +142,9 @@ def tests_follow_code(context: Context) -> Iterator[Violation]:
 def naive_reference(context: Context) -> Iterator[Violation]:
     """Checks that a new op folder has a `naive.py`, and that no added line of a `naive.py` under `ops/` imports Triton.
 
+    A new folder whose modules the change imports from other op folders and from no test holds kernels shared by those
+    ops (upstream's `fla/ops/atk/`), not an op of its own, and needs no reference.
+
     `naive.py` is the ground truth every kernel test compares against. A reference built from Triton kernels shares
     their bugs and their rounding, so a test against it proves nothing; pure PyTorch is slow but independent.
 
@@ -129,7 +155,7 @@ def naive_reference(context: Context) -> Iterator[Violation]:
     """
     change, config = context.change, context.config
     for directory in sorted(new_op_directories(change, config)):
-        if change.file(f'{directory}naive.py') is None:
+        if change.file(f'{directory}naive.py') is None and not _shared_kernels(directory, change, config):
             yield Violation(directory, 0, f'new op {directory} has no naive.py reference')
     for source in context.sources('*/naive.py'):
         if _folder(source.path, config.source_roots, 'ops') is None or source.tree is None:

@@ -71,6 +71,17 @@ def test_new_op_without_naive_reference(repo):
     assert report.findings[0].message == 'new op fla/ops/kda/ has no naive.py reference'
 
 
+def test_new_folder_of_kernels_shared_by_ops_needs_no_reference_unless_a_test_imports_it(repo):
+    repo.commit(SIMPLE_GLA)
+    shared = {'fla/ops/atk/__init__.py': '', 'fla/ops/atk/chunk_atk_fwd.py': KERNEL,
+              'fla/ops/precond_kda/__init__.py': 'from fla.ops.atk.chunk_atk_fwd import kernel\n',
+              'fla/ops/precond_kda/naive.py': NAIVE}
+    repo.write(shared)
+    assert repo.check('TST002').findings == ()
+    repo.write({'tests/ops/test_atk.py': 'from fla.ops.atk import chunk_atk_fwd\n'})
+    assert _where(repo.check('TST002')) == [('TST002', 'error', 'fla/ops/atk/', 0)]
+
+
 def test_new_op_with_pure_naive_reference_is_fine(repo):
     repo.commit(SIMPLE_GLA)
     repo.write({'fla/ops/kda/__init__.py': '', 'fla/ops/kda/chunk.py': KERNEL, 'fla/ops/kda/naive.py': NAIVE})
