@@ -19,6 +19,9 @@ _DIRECTIVE = re.compile(r'^#+\s*(?:noqa\b|type:|pragma\b|fmt:|mrbot:|pylint\b|no
 _URL = re.compile(r'^https?://')
 # Cheap test before parsing: the text has something only a statement of the accepted kinds can have.
 _CODE_HINT = re.compile(r'[=(]|:$|^@|^(?:import|from|return|raise|del|assert)\b')
+# Formula notation that parses as Python by accident: a transpose or inverse (`A^T`, `M^-1`), a hyphenated aside
+# (`(strict-lower)`), a sentence's last words (`BT=64.`).
+_FORMULA = re.compile(r'\^\s*(?:T\b|-1\b|\{)|\([a-z]+-[a-z]+\)|\d\.$')
 # Headers that parse only after the statement they continue.
 _HEADER_PREFIX = {'elif': 'if 0:\n pass\n', 'else': 'if 0:\n pass\n', 'except': 'try:\n pass\n', 'finally': 'try:\n pass\n'}
 _CODE_STATEMENTS = (ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Return, ast.Raise, ast.Delete, ast.Assert)
@@ -121,7 +124,7 @@ def _is_code_statement(statement: ast.stmt, text: str) -> bool:
 
 def _is_code(text: str) -> bool:
     """Whether a comment's text (without `#`) is a Python statement of a kind prose does not parse as."""
-    if not _CODE_HINT.search(text) or _URL.match(text):
+    if not _CODE_HINT.search(text) or _URL.match(text) or _FORMULA.search(text):
         return False
     if text.endswith(':'):
         statements = _parse(_HEADER_PREFIX.get(text.split(maxsplit=1)[0].rstrip(':'), '') + text + '\n pass')
@@ -169,9 +172,10 @@ def commented_out_code(context: Context) -> Iterator[Violation]:
 
     Commented-out code is dead code that nothing tests: readers cannot tell whether it is a fix waiting, a debugging
     leftover or a trap, and it rots as the live code around it changes. Bare names, shape notes such as `# [BT, BK]`,
-    prose and tool directives are not code. A block of consecutive commented-out lines is one finding at its first
-    line. A block directly under a comment line containing "alternative" documents an alternative configuration and
-    is allowed.
+    prose, formulas (`# dv = A^T @ do`, `# A = B @ C (strict-lower)`) and tool directives are not code. A block of
+    consecutive commented-out lines is one finding at its first line. A block directly under a comment line containing
+    "alternative" documents an alternative configuration, and one under a line ending in a colon is quoted by the
+    prose it ends; both are allowed.
 
     Example: `# b_h = b_h * tl.exp(b_g_last)` left above the line that replaced it, or `# print(o.shape)`.
 
@@ -182,7 +186,8 @@ def commented_out_code(context: Context) -> Iterator[Violation]:
         comments = _full_line_comments(source)
         for block in _paragraphs(sorted(_commented_code_lines(comments))):
             documented = comments.get(block[0] - 1, '')
-            if 'alternative' in documented.lower():
+            # a documented alternative, or code quoted under the prose that introduces it (`# FLA's order:`)
+            if 'alternative' in documented.lower() or documented.rstrip().endswith(':'):
                 continue
             what = 'commented-out code' if len(block) == 1 else f'{len(block)} lines of commented-out code'
             yield Violation(source.path, block[0], what, anchors=tuple(block))

@@ -77,6 +77,13 @@ def test_prose_annotations_and_directives_are_not_code(repo, comment):
     assert _findings(repo, 'CMT002', f'{comment}\n{BODY}') == []
 
 
+@pytest.mark.parametrize('comment', ['# dv2 = A_qb^T @ do + bg @ dh', '# A_tmp = A_ab_inv @ A_ak (strict-lower)',
+                                     '# the footprint fits a 99KB cap at\n# BT=64.',
+                                     "# match FLA's two-step update order:\n#   b_h *= exp2(g_last)\n#   b_h += b_hc"])
+def test_formulas_and_code_quoted_by_prose_are_not_commented_out_code(repo, comment):
+    assert _findings(repo, 'CMT002', f'{comment}\n{BODY}') == []
+
+
 def test_commented_out_code_with_a_bad_escape_prints_no_warning(repo):
     with warnings.catch_warnings():
         warnings.simplefilter('error')
