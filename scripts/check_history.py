@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Run `mrbot check` over every commit of a repository against its parent and audit what it reports.
 
-Usage: python scripts/check_history.py [REPO] [--last N]
+Usage: python scripts/check_history.py [REPO] [--last N] [--path PATH]
 
 Every finding must belong to its commit: the commit as a whole (its message, or a rule about the whole change such as
 a missing test), a file the commit added, or a line the commit added.
@@ -45,14 +45,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('repo', nargs='?', default='.')
     parser.add_argument('--last', type=int, help='only the newest N commits')
+    parser.add_argument('--path', help='only commits that touch this path, e.g. fla/')
     args = parser.parse_args()
     root = git.repo_root(Path(args.repo).resolve())
     config, rules = load_config(root), all_rules()
     scopes = {r.id: r.scope for r in rules}
-    shas = subprocess.run(['git', 'rev-list', '--reverse', '--no-merges', 'HEAD'], cwd=root, capture_output=True,
-                          text=True, check=True).stdout.split()
+    shas = subprocess.run(['git', 'rev-list', '--reverse', '--no-merges', 'HEAD', '--', args.path or '.'], cwd=root,
+                          capture_output=True, text=True, check=True).stdout.split()
     shas = shas[-args.last:] if args.last else shas
-    counts, strays, started = Counter(), [], time.perf_counter()
+    counts, strays, failing, started = Counter(), [], [], time.perf_counter()
     for sha in shas:
         parent = subprocess.run(['git', 'rev-parse', '--verify', '--quiet', f'{sha}^'], cwd=root, capture_output=True,
                                 text=True).stdout.strip()
@@ -60,6 +61,8 @@ def main() -> int:
             continue
         change = git.changeset(root, parent, sha, max_bytes=config.max_file_bytes)
         report = evaluate(change, config, rules)
+        if any(finding.severity == 'error' for finding in report.findings):
+            failing.append(sha[:10])
         for finding in report.findings:
             counts[finding.rule] += 1
             where = f'{finding.path}:{finding.line}' if finding.path else 'commit message'
@@ -69,7 +72,7 @@ def main() -> int:
     elapsed = time.perf_counter() - started
     print(f'{len(shas)} commits in {elapsed:.1f} s; {sum(counts.values())} findings '
           f'({", ".join(f"{rule} {n}" for rule, n in counts.most_common()) or "none"}); '
-          f'{len(strays)} not introduced by their commit')
+          f'{len(strays)} not introduced by their commit; {len(failing)} with an error: {" ".join(failing) or "none"}')
     for sha, finding in strays:
         print(f'  not introduced: {sha[:10]} {finding.rule} {finding.path}:{finding.line}')
     return 1 if strays else 0
