@@ -38,6 +38,8 @@ _ANCHOR = re.compile(
     r'|\b(?:when|once|after|until|before)\s+\w+',
     re.IGNORECASE)
 _ASIDE = re.compile(r'^#+\s*([A-Z]{2,3}):\s')
+# A TODO addressed to a person: `# TODO(cyril): ...`, `# TODO cyril: ...`.
+_OWNED_TODO = re.compile(r'^#+\s*(?:TODO|FIXME|XXX)(?:\(\s*([A-Za-z][\w.-]*)\s*\)|\s+([a-z][\w.-]*):\s)')
 # Markers, and the names of platforms and hardware units that label a comment about them (`# AMD: ...`).
 _NOT_ASIDES = {'NOTE', 'TODO', 'FIXME', 'XXX', 'HACK', 'WARNING', 'NB', 'SAFETY', 'CPU', 'GPU', 'NPU', 'TPU', 'XPU', 'AMD',
                'MPS', 'HIP', 'TMA', 'PTX', 'SM', 'CTA', 'MMA', 'JIT', 'API', 'ABI', 'BC', 'IO', 'OOM', 'CI'}
@@ -238,7 +240,8 @@ def personal_asides(context: Context) -> Iterator[Violation]:
     A comment addressed by or to one person is a conversation, not documentation: it belongs in the review. The
     markers NOTE, TODO, FIXME, XXX, HACK, WARNING, NB and SAFETY are not asides, nor are names of platforms and
     hardware units such as `CPU`, `GPU`, `AMD`, `MPS`, `TMA` or `PTX`, nor a term the file uses elsewhere (`# CP:`
-    where the code has `cp_context`, `# GVA:` where a docstring names it).
+    where the code has `cp_context`, `# GVA:` where a docstring names it). A TODO addressed to someone (`# TODO(jd):`,
+    `# TODO jd:`) is an aside too: a name is not an owner, nor says when the TODO can be acted on.
 
     Example: `# JD: not sure this mask is needed`.
 
@@ -249,6 +252,10 @@ def personal_asides(context: Context) -> Iterator[Violation]:
             aside = _ASIDE.match(text)
             if aside and aside.group(1) not in _NOT_ASIDES and not _is_term(source, line, aside.group(1)):
                 yield Violation(source.path, line, f'personal aside {aside.group(1)}:', column=column)
+            owned = _OWNED_TODO.match(text)
+            name = owned and (owned.group(1) or owned.group(2))
+            if name and not _is_term(source, line, name):
+                yield Violation(source.path, line, f'TODO addressed to {name}: a name is not an anchor', column=column)
 
 
 def _is_term(source: SourceFile, line: int, word: str) -> bool:

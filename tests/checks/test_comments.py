@@ -152,6 +152,15 @@ def test_an_acronym_the_file_uses_elsewhere_is_a_term_not_an_aside(repo, code):
     assert _findings(repo, 'CMT004', BODY + code) == []
 
 
+@pytest.mark.parametrize('comment', ['# TODO cyril: drop after deprecation cycle', '# TODO(jd): check the mask'])
+def test_todo_addressed_to_a_person_is_an_aside(repo, comment):
+    assert _findings(repo, 'CMT004', f'{comment}\n{BODY}') == [('CMT004', PATH, 3)]
+
+
+def test_todo_naming_a_term_of_the_file_is_not_an_aside(repo):
+    assert _findings(repo, 'CMT004', f'# TODO(scale): fold into the kernel\n{BODY}') == []
+
+
 def test_personal_aside_already_in_the_base_is_not_reported(repo):
     base = '# JD: not sure\n' + BODY
     assert _findings(repo, 'CMT004', base + 'SIZE = 4\n', base) == []
