@@ -13,6 +13,7 @@ from mrbot.rules import Context, Violation, rule
 
 _PREAMBLE = re.compile(r'^(#!|#.*coding[:=])')
 _LICENSE_LINE = re.compile(r'copyright|spdx-license-identifier', re.IGNORECASE)
+_COPYRIGHT = re.compile(r'copyright', re.IGNORECASE)
 
 
 def _line_pattern(expected: str) -> re.Pattern:
@@ -27,19 +28,24 @@ def _header_start(lines: list[str]) -> int:
 
 
 def with_header(text: str, config: Config) -> str:
-    """`text` with the configured header in place of any leading license comment (after a shebang or coding line)."""
+    """`text` with the configured header in place of any leading license comment (after a shebang or coding line);
+    unchanged when that comment holds a copyright line of another holder, which is theirs to change, not ours."""
     lines = text.splitlines(keepends=True)
     start = _header_start([line.rstrip('\n') for line in lines])
     end = start
     while end < len(lines) and lines[end].startswith('#') and (_LICENSE_LINE.search(lines[end]) or lines[end].strip() == '#'):
         end += 1
+    patterns = [_line_pattern(line) for line in config.header]
+    if any(_COPYRIGHT.search(line) and not any(p.match(line.rstrip('\n')) for p in patterns) for line in lines[start:end]):
+        return text
     year = str(datetime.date.today().year)
     header = [line.replace('{year}', year) + '\n' for line in config.header]
     return ''.join(lines[:start] + header + lines[end:])
 
 
 @rule('HDR001', 'License header missing or wrong', 'error',
-      'run `mrbot check --fix` to insert the header', scope='file', fix=with_header)
+      'run `mrbot check --fix` to insert the header; it leaves another holder\'s copyright line alone', scope='file',
+      fix=with_header)
 def license_header(context: Context) -> Iterator[Violation]:
     """Checks that every added or modified source file starts with the repository's license header.
 

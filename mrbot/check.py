@@ -104,8 +104,10 @@ def _apply_fixes(report: CheckReport, rules: list[Rule], config: Config) -> int:
         if fix is None or finding.path in fixed:
             continue
         path = report.changeset.root / finding.path
-        path.write_text(fix(path.read_text(encoding='utf-8'), config), encoding='utf-8')
-        fixed.add(finding.path)
+        text = path.read_text(encoding='utf-8')
+        if (new := fix(text, config)) != text:
+            path.write_text(new, encoding='utf-8')
+            fixed.add(finding.path)
     return len(fixed)
 
 

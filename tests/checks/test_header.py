@@ -38,7 +38,14 @@ def test_year_placeholder_for_repositories_whose_header_has_one(repo):
 
 def test_fix_replaces_a_wrong_header_and_keeps_the_shebang():
     config = Config()
-    assert with_header('#!/usr/bin/env python3\n# Copyright 2020 X\nimport os\n', config) == (
+    assert with_header('#!/usr/bin/env python3\n# SPDX-License-Identifier: GPL\nimport os\n', config) == (
         '#!/usr/bin/env python3\n' + HEADER + 'import os\n')
+    ours_with_a_wrong_license = HEADER.splitlines(keepends=True)[0] + '# SPDX-License-Identifier: GPL\nimport os\n'
+    assert with_header(ours_with_a_wrong_license, config) == HEADER + 'import os\n'
     assert with_header('import os\n', config) == HEADER + 'import os\n'
     assert with_header(HEADER + 'import os\n', config) == HEADER + 'import os\n'
+
+
+def test_fix_leaves_another_holders_copyright_line_alone():
+    upstream = '# Copyright (c) 2023-2026, Songlin Yang, Yu Zhang, Zhiyuan Li\n#\n# MIT license\nimport os\n'
+    assert with_header(upstream, Config()) == upstream
