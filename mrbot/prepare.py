@@ -99,11 +99,14 @@ class _Steps:
         return step
 
 
-def prepare(args: argparse.Namespace, root: Path) -> dict:
-    """Every step of `mrbot prepare` on the change from the base to the working tree; returns the Evidence record."""
+def prepare(args: argparse.Namespace, root: Path) -> dict | None:
+    """Every step of `mrbot prepare` on the change from the base to the working tree; returns the Evidence record, or
+    None when there is no change."""
     config = load_config(root)
     base, _ = git.revisions(root, args.base, None, config.target_branches)
     change = git.changeset(root, base, None, max_bytes=config.max_file_bytes)
+    if not change.files:
+        return None
     title, title_source = choose_title(change, config, args.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
     changed = [f.path for f in change.files]
@@ -269,6 +272,10 @@ def run(args: argparse.Namespace) -> int:
     if args.bench_rounds < 3:
         raise MrbotError(f'--bench-rounds must be at least 3 (a confidence interval needs them), got {args.bench_rounds}')
     record = prepare(args, root)
+    if record is None:
+        print(f'mrbot prepare: nothing to prepare: the working tree does not differ from the base '
+              f'({args.base or " or ".join(config.target_branches)}); no PR body written')
+        return 0
     body = render_body(record, root, config)
     folder = state_dir(root)
     evidence_path, body_path = folder / EVIDENCE_FILE, folder / BODY_FILE

@@ -12,7 +12,7 @@ import pytest
 from mrbot import evidence
 from mrbot.cli import main
 from mrbot.config import load_config
-from mrbot.prepare import render_body
+from mrbot.prepare import BODY_FILE, render_body
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -232,6 +232,15 @@ def test_bench_rounds_below_three_is_a_clear_error(repo, monkeypatch, capsys):
     assert main(['prepare', '--bench-rounds', '2']) == 2
     assert capsys.readouterr().err.strip() == ('mrbot prepare: error: --bench-rounds must be at least 3 '
                                                '(a confidence interval needs them), got 2')
+
+
+def test_no_change_is_said_and_writes_no_body(repo, monkeypatch, capsys):
+    repo.commit(_base_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['prepare', '--base', 'HEAD', '--no-tests', '--no-compile', '--no-bench']) == 0
+    assert capsys.readouterr().out == ('mrbot prepare: nothing to prepare: the working tree does not differ from the '
+                                       'base (HEAD); no PR body written\n')
+    assert not (repo.root / '.mrbot' / BODY_FILE).exists()
 
 
 def test_a_measured_benchmark_fills_its_section(prepared, repo, tmp_path_factory):
