@@ -78,8 +78,10 @@ def checklist(record: dict) -> list[dict]:
     checked = steps.get('check', {}).get('status') in ('done', 'failed')
     errors = _rules(record)
     tests, selection = record.get('tests'), record.get('selection') or {}
+    # the body lists every finding, warnings too: a box ticked beside a title warning would contradict it
+    title = [f['message'] for f in (record.get('check') or {}).get('findings', []) if f['rule'] == 'MR-TITLE']
     items = [
-        ('Title is `[Tag] Summary`', checked and 'MR-TITLE' not in errors, 'mrbot check (MR-TITLE)'),
+        ('Title is `[Tag] Summary`', checked and not title, title[0] if title else 'mrbot check (MR-TITLE)'),
         ('`mrbot check` reports no errors on the change', checked and not errors,
          f"{len(errors)} rule(s) with errors" if errors else 'mrbot check'),
         ('Dependent tests pass', bool(tests) and steps['tests']['status'] == 'done',

@@ -1,6 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The PR checklist's compile item: ticked only when every kernel the change reaches was compiled and fits."""
+"""The PR checklist: the compile item is ticked only when every kernel the change reaches was compiled and fits, the
+title item only when no finding of any severity is about the title."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def test_not_ticked_when_a_reached_kernel_was_never_launched():
 def test_a_change_that_reaches_no_kernel_has_nothing_to_compile():
     assert item(record([], [], [])) == {'item': 'No kernel reached, so none to compile', 'done': True,
                                         'why': 'import graph'}
+
+
+def title_item(findings: list[dict]) -> dict:
+    checked = {**record([], [], []), 'check': {'findings': findings}}
+    checked['steps'] = [*checked['steps'], {'name': 'check', 'status': 'done', 'detail': ''}]
+    return next(i for i in checklist(checked) if i['item'].startswith('Title'))
+
+
+def test_a_title_warning_leaves_the_title_box_unticked_and_says_why():
+    warning = {'rule': 'MR-TITLE', 'severity': 'warning', 'message': 'title tag [Fix] is not one of the listed tags'}
+    assert title_item([warning]) == {'item': 'Title is `[Tag] Summary`', 'done': False,
+                                     'why': 'title tag [Fix] is not one of the listed tags'}
+    assert title_item([])['done'] is True
