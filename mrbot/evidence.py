@@ -37,6 +37,9 @@ def conclusion(record: dict) -> dict:
     named."""
     bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
     if not record.get('bench_ops'):
+        if not any(f.get('code', True) for f in record['change']['files']):
+            return {'kind': 'neutral', 'text': 'neutral: no code changed (comments, docstrings and layout only)',
+                    'regressed': []}
         return {'kind': 'neutral', 'text': "neutral: no benchmarked op's code changed (none declared in "
                                            '[tool.mrbot.bench] reaches a changed source file)', 'regressed': []}
     step = steps.get('bench', {})

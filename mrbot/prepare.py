@@ -50,7 +50,7 @@ def _change_json(change: ChangeSet, config: Config, root: Path) -> dict:
     for file in change.files:
         added, removed = line_counts(file)
         files.append({'path': file.path, 'status': file.status, 'area': area(file.path), 'added': added,
-                      'removed': removed})
+                      'removed': removed, 'code': file.changes_code})
     sources = [f.path for f in change.files if config.is_source(f.path) and f.path.endswith('.py')]
     dependents = [f.path for f in change.files if f.path.endswith('.py') and not config.is_source(f.path)]
     chains = dependency_chains(root, config, sources, dependents) if sources and dependents else {}
@@ -110,6 +110,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
     title, title_source = choose_title(change, config, args.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
     changed = [f.path for f in change.files]
+    code_changed = [f.path for f in change.files if f.changes_code]
     device = device_label()
     on_gpu = device.startswith('compiled')
     record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -150,8 +151,9 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
         specs = load_specs(root)
         touched = touched_ops(root, specs, changed)
         record['ops'] = [spec.name for spec in touched]
-        # a change to an op's tests alone changes what they prove, not its speed: only changed code is timed
-        record['bench_ops'] = [spec.name for spec in touched_ops(root, specs, changed, gates=False)]
+        # a change to an op's tests alone changes what they prove, not its speed, and a comment or docstring changes
+        # neither: only changed code is timed
+        record['bench_ops'] = [spec.name for spec in touched_ops(root, specs, code_changed, gates=False)]
         found['callables'] = {spec.name: spec.callable for spec in touched}
         pending_bench = f"mrbot bench --op {' '.join(record['bench_ops'])} --base {base[:12]}"
         return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; touched ops: "

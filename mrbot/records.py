@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +26,21 @@ class Hunk:
     new_lines: tuple[str, ...]
 
 
+def _code_tree(text: str) -> str | None:
+    """The syntax tree of `text` without docstrings (comments never reach it), or None when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, 'body', None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
 @dataclass(frozen=True)
 class ChangedFile:
     """A file the change touches; `text` and `base_text` are None where the content is not read (see `skipped`)."""
@@ -39,6 +55,15 @@ class ChangedFile:
     size: int = 0
     binary: bool = False
     skipped: str | None = None
+
+    @property
+    def changes_code(self) -> bool:
+        """Whether the file's code differs from the base: False only for a modified Python file whose syntax trees,
+        without docstrings, are equal (the change touched comments, docstrings or layout)."""
+        if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
+            return True
+        trees = [_code_tree(text) for text in (self.text, self.base_text)]
+        return None in trees or trees[0] != trees[1]
 
 
 @dataclass(frozen=True)

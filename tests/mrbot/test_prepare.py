@@ -197,6 +197,15 @@ def test_non_kernel_change_is_neutral(prepared):
     assert ticks['Dependent tests pass'] is False
 
 
+def test_a_comment_and_docstring_change_is_no_code_change_and_asks_no_benchmark(prepared):
+    edited = OP.replace('FACTOR_USE', 'factor').replace('"""Scale by a factor', '"""Scale by one factor').replace(
+        '    out = x', '    # the carried state adds after the scale\n    out = x')
+    code, body, record = prepared({'pkg/ops/scale/op.py': edited}, 'Fix a typo in the scale docstring')
+    assert record['ops'] == ['scale'] and record['bench_ops'] == []
+    assert record['change']['files'][0]['code'] is False
+    assert 'Neutral: no code changed (comments, docstrings and layout only)' in _section(body, 'Benchmark / NCU')
+
+
 def test_new_op_without_naive_reference_is_an_error(prepared):
     op = HEADER + 'def shift(x, by=1.0):\n    return x + by\n'
     test = HEADER + 'from pkg.ops.shift import shift\n\n\ndef test_shift():\n    assert shift(1.0) == 2.0\n'
