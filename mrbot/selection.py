@@ -7,8 +7,12 @@ ones included, relative ones resolved), `importlib.import_module` / `__import__`
 package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time. A test
 file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
 chain of files that connects them is its reason. Packaging and configured global paths select the full suite, and
-data files select the tests of the modules configured to read them. Selection errs on the side of running a test:
-importing a package runs its `__init__`, so a test depends on everything that `__init__` imports.
+data files select the tests of the modules configured to read them.
+
+A name imported from a package (`from fla import chunk_kda`) is followed through the package's re-exports to the
+module that defines it, so an aggregator `__init__.py` links a test to the names it uses, not to everything it
+imports; the `__init__` files run on the way still pass on changes to themselves. A plain `import pkg`, a star import
+and a dynamic import depend on the whole package, as Python does.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from mrbot.config import Config, state_dir
 from mrbot.git import run_git
 from mrbot.records import MrbotError, SelectedTest, Selection
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -66,12 +70,18 @@ def parse_file(path: str, text: str) -> dict:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return {'imports': [], 'dynamic': [], 'dispatch': [], 'kernels': [], 'error': True}
-    imports, dynamic, dispatch, kernels = [], [], [], []
+        return {'imports': [], 'dynamic': [], 'dispatch': [], 'kernels': [], 'dispatched': [], 'methods': [],
+                'error': True}
+    imports, dynamic, dispatch, kernels, dispatched, methods = [], [], [], [], [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
             calls = sorted({_called(call) for call in ast.walk(node) if isinstance(call, ast.Call)} - {''})
             kernels.append([node.name, node.lineno, calls])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(d, ast.Call) and _called(d) == 'dispatch' for d in node.decorator_list):
+            dispatched.append(node.name)
+        elif isinstance(node, ast.ClassDef) and '/backends/' in f'/{path}':
+            methods.extend(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         elif isinstance(node, ast.Import):
             imports.extend([alias.name, []] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -93,7 +103,26 @@ def parse_file(path: str, text: str) -> dict:
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])
-    return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch, 'kernels': kernels}
+    return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch, 'kernels': kernels,
+            'runs_code': _runs_code(tree.body), 'dispatched': dispatched, 'methods': methods}
+
+
+def _runs_code(body: list[ast.stmt]) -> bool:
+    """Whether module-level statements do more than import, define and assign names (`AutoModel.register(...)` in a
+    package `__init__` registers what it imports for every importer, so that `__init__` cannot be run on the way)."""
+    for statement in body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Assign, ast.AnnAssign, ast.Pass)):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue
+        if isinstance(statement, ast.If) and not _runs_code(statement.body) and not _runs_code(statement.orelse):
+            continue
+        if isinstance(statement, ast.Try) and not any(_runs_code(block) for block in (
+                statement.body, *(h.body for h in statement.handlers), statement.orelse, statement.finalbody)):
+            continue
+        return True
+    return False
 
 
 def python_files(root: Path) -> list[str]:
@@ -130,18 +159,43 @@ def load_index(root: Path) -> dict[str, dict]:
 
 @dataclass
 class Graph:
-    """What each file depends on; `label[(a, b)]` names what `a` imports from `b`."""
+    """What each file depends on; `label[(a, b)]` names what `a` imports from `b`.
+
+    An edge in `shallow` is a package `__init__.py` that importing runs on the way (`a/__init__.py` for `import a.b`,
+    or the package a name was re-exported from): a change to that file reaches the importer, what the `__init__`
+    itself imports does not.
+    """
 
     depends: dict[str, set[str]] = field(default_factory=dict)
     label: dict[tuple[str, str], str] = field(default_factory=dict)
     # module name -> files importing it, including names no file defines (a deleted module's importers)
     importers: dict[str, set[str]] = field(default_factory=dict)
+    shallow: set[tuple[str, str]] = field(default_factory=set)
 
-    def add(self, source: str, target: str, label: str = '') -> None:
-        if target != source:
-            self.depends.setdefault(source, set()).add(target)
-            if label and (source, target) not in self.label:
-                self.label[(source, target)] = label
+    def add(self, source: str, target: str, label: str = '', shallow: bool = False) -> None:
+        if target == source:
+            return
+        known = target in self.depends.get(source, ())
+        self.depends.setdefault(source, set()).add(target)
+        if label and (source, target) not in self.label:
+            self.label[(source, target)] = label
+        if shallow and not known:
+            self.shallow.add((source, target))
+        elif not shallow:
+            self.shallow.discard((source, target))
+
+
+def definition_chain(index: dict[str, dict], by_module: dict[str, str], module: str, name: str) -> list[str]:
+    """The file of `module`, then each file it re-exports `name` from; the last one defines it (or imports it from
+    outside the repository)."""
+    chain = [by_module[module]] if module in by_module else []
+    while chain:
+        source = next((by_module[imported] for imported, names in index[chain[-1]]['imports']
+                       if name in names and imported in by_module), None)
+        if source is None or source in chain:
+            break
+        chain.append(source)
+    return chain
 
 
 def build_graph(index: dict[str, dict], config: Config) -> Graph:
@@ -153,17 +207,40 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
         parts = module.split('.')
         return [by_module[m] for m in ('.'.join(parts[:i]) for i in range(1, len(parts) + 1)) if m in by_module]
 
+    def on_the_way(path: str, file: str) -> None:
+        """A package `__init__` that importing runs: only its own changes matter, unless it runs code of its own."""
+        graph.add(path, file, shallow=not index[file].get('runs_code', True))
+
+    def depend(path: str, module: str, label: str) -> None:
+        """`path` uses `module` itself: its file, and the packages above it that importing it runs on the way."""
+        target = by_module.get(module)
+        for file in module_files(module):
+            if file == target:
+                graph.add(path, file, label)
+            else:
+                on_the_way(path, file)
+
     for path, facts in index.items():
         for module, names in facts['imports']:
             graph.importers.setdefault(module, set()).add(path)
             label = ','.join(names[:2]) + (',...' if len(names) > 2 else '')
-            for target in module_files(module):
-                graph.add(path, target, label if target == by_module.get(module) else '')
-            for name in names:
-                submodule = f'{module}.{name}' if module else name
-                if submodule in by_module:
-                    graph.importers.setdefault(submodule, set()).add(path)
-                    graph.add(path, by_module[submodule], name)
+            target = by_module.get(module)
+            if target is None or not target.endswith('__init__.py') or not names or '*' in names:
+                depend(path, module, label)
+            else:
+                # a name from a package: the module that defines it, through the package's re-exports
+                for parent in module_files(module):
+                    on_the_way(path, parent)
+                for name in names:
+                    submodule = f'{module}.{name}'
+                    if submodule in by_module:
+                        graph.importers.setdefault(submodule, set()).add(path)
+                        depend(path, submodule, name)
+                        continue
+                    chain = definition_chain(index, by_module, module, name)
+                    for file in chain[1:-1]:
+                        on_the_way(path, file)
+                    depend(path, module_name(chain[-1]), name)
         for dynamic in facts['dynamic']:
             if dynamic.endswith('.'):
                 for module, target in by_module.items():
@@ -172,10 +249,24 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
             for target in module_files(dynamic.rstrip('.')):
                 graph.add(path, target, 'import_module')
         for operation, explicit in facts['dispatch']:
-            backends = explicit or f"{module_name(path).split('.')[0]}.ops.{operation}.backends"
+            top = module_name(path).split('.')[0]
+            # an operation named after a package (upstream's 'modules') keeps its backends there
+            backends = explicit or next((candidate for candidate in (f'{top}.ops.{operation}.backends',
+                                                                     f'{top}.{operation}.backends')
+                                         if candidate in by_module), f'{top}.ops.{operation}.backends')
             for module, target in by_module.items():
                 if module == backends or module.startswith(backends + '.'):
                     graph.add(path, target, f"dispatch('{operation}')")
+    # a backend method named like a dispatched function may serve it, whichever op registered the backend: linked
+    # by name, as upstream's selector does, since a missed test costs more than an extra one
+    servers: dict[str, set[str]] = {}
+    for path, facts in index.items():
+        for method in facts.get('methods', ()):
+            servers.setdefault(method, set()).add(path)
+    for path, facts in index.items():
+        for function in facts.get('dispatched', ()):
+            for server in servers.get(function, ()):
+                graph.add(path, server, f'backend {function}')
     for test in test_files_of(index, config):
         folder = Path(test).parent
         while True:
@@ -201,6 +292,19 @@ def _matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
 
 
+def _matches_segments(path: str, patterns: Iterable[str]) -> bool:
+    """Whether `path` matches a pattern segment by segment: `*` stays inside one folder or name, `**` spans any."""
+
+    def match(parts: list[str], pattern: list[str]) -> bool:
+        if not pattern:
+            return not parts
+        if pattern[0] == '**':
+            return any(match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+        return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and match(parts[1:], pattern[1:])
+
+    return any(match(path.split('/'), pattern.split('/')) for pattern in patterns)
+
+
 def _reverse(graph: Graph) -> dict[str, set[str]]:
     dependents: dict[str, set[str]] = {}
     for source, targets in graph.depends.items():
@@ -217,6 +321,9 @@ def _chains(graph: Graph, dependents: dict[str, set[str]], seeds: dict[str, str]
     while queue:
         node = queue.popleft()
         for dependent in sorted(dependents.get(node, ())):
+            # a package run on the way passes on a change to itself, not to what it imports
+            if (dependent, node) in graph.shallow and parent[node] is not None:
+                continue
             if dependent not in parent:
                 parent[dependent] = node
                 queue.append(dependent)
@@ -242,8 +349,9 @@ def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
     graph = build_graph(index, config)
     tests = set(test_files_of(index, config))
     full_reason = next((f'{path} (full suite: {kind})' for path in changed
-                        for kind, patterns in (('packaging or CI', config.full_suite_paths),
-                                               ('global path', config.global_paths)) if _matches(path, patterns)), None)
+                        for kind, matches in (('packaging or CI', _matches(path, config.full_suite_paths)),
+                                              ('global path', _matches_segments(path, config.global_paths)))
+                        if matches), None)
     if full_reason:
         return Selection(tuple(changed), tuple(SelectedTest(t, (full_reason,)) for t in sorted(tests)), full_suite=True)
 

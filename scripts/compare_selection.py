@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 """Compare `mrbot test --list` with upstream flash-linear-attention's own test selector, commit by commit.
 
-Usage: python scripts/compare_selection.py UPSTREAM_CHECKOUT [--commits 20] [--repeat 5]
+Usage: python scripts/compare_selection.py UPSTREAM_CHECKOUT [--commits 20] [--repeat 5] [--path fla/ops]
 
-For each of the newest commits touching `fla/ops/`, the checkout is moved to the commit, both selectors get the
-commit's changed files, and the script checks that ours selects every test upstream's does and never nothing. Both
+For each of the newest commits touching `--path` (default `fla/ops`), the checkout is moved to the commit, both
+selectors get the commit's changed files, and the script checks that ours selects every test upstream's does and
+never nothing. Both
 are timed as whole processes: upstream's `scripts/find_dependent_tests.py`, ours cold (index cache deleted first) and
 warm. The checkout is moved back to where it was at the end.
 """
@@ -55,13 +56,14 @@ def main() -> int:
     parser.add_argument('checkout', type=Path)
     parser.add_argument('--commits', type=int, default=20)
     parser.add_argument('--repeat', type=int, default=5)
+    parser.add_argument('--path', default='fla/ops', help='only commits touching this path (default: fla/ops)')
     args = parser.parse_args()
     checkout = args.checkout.resolve()
     start_ref = _git(checkout, 'rev-parse', 'HEAD')
-    shas = _git(checkout, 'log', '--format=%H', '--no-merges', '-n', str(args.commits), '--', 'fla/ops').split()
+    shas = _git(checkout, 'log', '--format=%H', '--no-merges', '-n', str(args.commits), '--', args.path).split()
     print(f'{"commit":<10} {"files":>5} {"upstream":>8} {"ours":>5} {"superset":>8} {"upstream s":>10} '
           f'{"ours cold s":>11} {"ours warm s":>11} {"warm speed-up":>13}')
-    failures, speedups = 0, []
+    failures, speedups, sizes = 0, [], []
     try:
         for sha in shas:
             _git(checkout, 'checkout', '-q', sha)
@@ -78,6 +80,7 @@ def main() -> int:
             failures += not ok
             upstream_s, cold_s, warm_s = (statistics.median(t) for t in (upstream_times, ours_cold, ours_warm))
             speedups.append(upstream_s / warm_s)
+            sizes.append((len(theirs), len(ours)))
             print(f'{sha[:10]} {len(changed):>5} {len(theirs):>8} {len(ours):>5} {"yes" if ok else "NO":>8} '
                   f'{upstream_s:>10.3f} {cold_s:>11.3f} {warm_s:>11.3f} {upstream_s / warm_s:>12.1f}x', flush=True)
             if not ok:
@@ -85,7 +88,8 @@ def main() -> int:
     finally:
         _git(checkout, 'checkout', '-q', start_ref)
     print(f'{len(shas)} commits; {len(shas) - failures} with ours a non-empty superset of upstream\'s; '
-          f'median warm speed-up {statistics.median(speedups):.1f}x')
+          f'median warm speed-up {statistics.median(speedups):.1f}x; median selection upstream '
+          f'{statistics.median(t for t, _ in sizes):g}, ours {statistics.median(o for _, o in sizes):g} test files')
     return 1 if failures else 0
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from mrbot.config import load_config
 from mrbot.records import MrbotError
-from mrbot.selection import Graph, build_graph, change_seeds, load_index, module_name
+from mrbot.selection import Graph, build_graph, change_seeds, definition_chain, load_index, module_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -176,37 +176,17 @@ def touched_ops(root: Path, specs: list[OpSpec], changed: list[str], gates: bool
 def _implementation(graph: Graph, index: dict[str, dict], by_module: dict[str, str], spec: OpSpec) -> set[str]:
     """The files an op's timing depends on: its re-exports, its defining file, and what that file imports."""
     module, _, attribute = spec.callable.partition(':')
-    chain = _definition_chain(index, by_module, module, attribute)
+    chain = definition_chain(index, by_module, module, attribute)
     if not chain:
         return set()
     seen, stack = {*chain}, [chain[-1]]
     while stack:
         source = stack.pop()
         for target in graph.depends.get(source, ()):
-            if target not in seen and not _run_on_the_way(graph, index, source, target):
+            if target not in seen and (source, target) not in graph.shallow:
                 seen.add(target)
                 stack.append(target)
     return seen
-
-
-def _definition_chain(index: dict[str, dict], by_module: dict[str, str], module: str, attribute: str) -> list[str]:
-    """The file of `module`, then each file it re-exports `attribute` from; the last one defines it (or leaves the repo)."""
-    chain = [by_module[module]] if module in by_module else []
-    while chain:
-        source = next((by_module[imported] for imported, names in index[chain[-1]]['imports']
-                       if attribute in names and imported in by_module), None)
-        if source is None or source in chain:
-            break
-        chain.append(source)
-    return chain
-
-
-def _run_on_the_way(graph: Graph, index: dict[str, dict], source: str, target: str) -> bool:
-    """Whether `source` reaches the package `__init__.py` `target` only because importing `a.b.c` runs `a` and `a.b`."""
-    if not target.endswith('__init__.py') or graph.label.get((source, target)):
-        return False
-    package = module_name(target)
-    return all(package != imported for imported, _ in index[source]['imports'])
 
 
 def format_specs(specs: list[OpSpec]) -> str:

@@ -120,7 +120,7 @@ def test_clean_kernel_change(prepared, repo):
     summary = _section(body, 'Summary')
     assert '- [Scale] Cast the factor to float' not in summary and 'Cast the factor to float' in summary
     assert record['change']['title'] == '[Scale] Cast the factor to float'
-    assert '`tests/test_scale.py` ← `pkg/ops/scale/__init__.py:scale` ← `pkg/ops/scale/op.py:scale`' in summary
+    assert '`tests/test_scale.py` ← `pkg/ops/scale/op.py:scale`' in summary
     plan = _section(body, 'Test plan')
     assert 'added `test_state_in_and_out`' in plan
     assert '2 passed, 0 failed' in plan and 'Triton interpreter (CPU)' in plan

@@ -64,8 +64,7 @@ def _because(library, changed, test):
 
 def test_an_op_change_selects_the_tests_that_import_it_through_its_package(library):
     assert _tests(library, 'fla/ops/kda/chunk.py') == ['tests/ops/test_kda.py']
-    assert _because(library, 'fla/ops/kda/chunk.py', 'tests/ops/test_kda.py') == (
-        'fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda')
+    assert _because(library, 'fla/ops/kda/chunk.py', 'tests/ops/test_kda.py') == ('fla/ops/kda/chunk.py:chunk_kda',)
 
 
 @pytest.mark.parametrize(('changed', 'expected'), [
@@ -84,7 +83,7 @@ def test_upstreams_zero_selection_cases_select_their_tests(library, changed, exp
 def test_a_backend_change_selects_the_dispatched_ops_tests(library):
     assert _tests(library, 'fla/ops/kda/backends/flash.py') == ['tests/ops/test_kda.py']
     assert _because(library, 'fla/ops/kda/backends/flash.py', 'tests/ops/test_kda.py') == (
-        'fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda',
+        'fla/ops/kda/chunk.py:chunk_kda',
         "fla/ops/kda/backends/flash.py:dispatch('kda')")
 
 
@@ -105,6 +104,39 @@ def test_configured_global_paths_select_the_full_suite(repo):
     repo.commit(LIBRARY)
     selection = select(repo.root, load_config(repo.root), ['fla/utils.py'])
     assert selection.full_suite and selection.tests[0].because == ('fla/utils.py (full suite: global path)',)
+
+
+def test_global_paths_match_whole_segments(repo):
+    repo.commit({**LIBRARY, 'fla/ops/common/__init__.py': '', 'fla/ops/common/launch.py': 'BLOCK = 64\n',
+                 'fla/ops/common/backends/triton_ascend/chunk.py': 'BLOCK = 32\n',
+                 'pyproject.toml': '[tool.mrbot]\nglobal-paths = ["fla/ops/common/*"]\n'})
+    config = load_config(repo.root)
+    assert select(repo.root, config, ['fla/ops/common/launch.py']).full_suite
+    ascend = select(repo.root, config, ['fla/ops/common/backends/triton_ascend/chunk.py'])
+    assert not ascend.full_suite and ascend.unselected == ('fla/ops/common/backends/triton_ascend/chunk.py',)
+
+
+AGGREGATOR = {'fla/ops/__init__.py': 'from .gdn.chunk import chunk_gdn\nfrom .kda import chunk_kda\n',
+              'tests/ops/test_kda.py': 'from fla.ops import chunk_kda\n',
+              'tests/ops/test_all.py': 'import fla.ops\n',
+              'tests/ops/test_star.py': 'from fla.ops import *\n'}
+
+
+def test_a_name_from_an_aggregator_links_a_test_to_its_definition_not_to_every_op(repo):
+    repo.commit({**LIBRARY, **AGGREGATOR, 'pyproject.toml': DATA_CONFIG})
+    all_, gdn, kda, star, tuned = (f'tests/ops/test_{name}.py' for name in ('all', 'gdn', 'kda', 'star', 'tuned'))
+    assert _tests(repo, 'fla/ops/gdn/chunk.py') == [all_, gdn, star, tuned]
+    assert _tests(repo, 'fla/ops/kda/chunk.py') == [all_, kda, star]
+    # the aggregator itself runs for every test that imports anything under it
+    assert _tests(repo, 'fla/ops/__init__.py') == [all_, gdn, kda, star, tuned]
+
+
+def test_a_backend_method_named_like_another_ops_dispatched_function_selects_its_tests(repo):
+    gdn = ('from fla.ops.backends import dispatch\n\n\n@dispatch("gdn")\ndef recompute_w_u(x):\n    return x\n')
+    backend = 'class FlashBackend:\n    def recompute_w_u(self, x):\n        return x\n'
+    repo.commit({**LIBRARY, 'fla/ops/gdn/wy_fast.py': gdn, 'fla/ops/kda/backends/flash.py': backend,
+                 'tests/ops/test_wy.py': 'from fla.ops.gdn.wy_fast import recompute_w_u\n', 'pyproject.toml': DATA_CONFIG})
+    assert 'tests/ops/test_wy.py' in _tests(repo, 'fla/ops/kda/backends/flash.py')
 
 
 def test_a_data_file_selects_the_tests_of_the_modules_reading_it(library):
@@ -168,7 +200,7 @@ def test_json_lists_each_test_with_its_chain(library):
     data = json.loads(format_selection(select(library.root, load_config(library.root), ['fla/ops/kda/chunk.py']), 'json'))
     assert data == {'schema': 1, 'full_suite': False, 'changed': ['fla/ops/kda/chunk.py'], 'unselected': [],
                     'selected': [{'test': 'tests/ops/test_kda.py',
-                                  'because': ['fla/ops/kda/__init__.py:chunk_kda', 'fla/ops/kda/chunk.py:chunk_kda']}]}
+                                  'because': ['fla/ops/kda/chunk.py:chunk_kda']}]}
 
 
 def test_selection_on_this_repository():
