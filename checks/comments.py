@@ -38,7 +38,7 @@ _ANCHOR = re.compile(
     r'|\b(?:when|once|after|until|before)\s+\w+',
     re.IGNORECASE)
 _ASIDE = re.compile(r'^#+\s*([A-Z]{2,3}):\s')
-# A TODO addressed to a person: `# TODO(cyril): ...`, `# TODO cyril: ...`.
+# A task marker addressed to a person: the name in parentheses after it, or before a colon.
 _OWNED_TODO = re.compile(r'^#+\s*(?:TODO|FIXME|XXX)(?:\(\s*([A-Za-z][\w.-]*)\s*\)|\s+([a-z][\w.-]*):\s)')
 # Markers, and the names of platforms and hardware units that label a comment about them (`# AMD: ...`).
 _NOT_ASIDES = {'NOTE', 'TODO', 'FIXME', 'XXX', 'HACK', 'WARNING', 'NB', 'SAFETY', 'CPU', 'GPU', 'NPU', 'TPU', 'XPU', 'AMD',
