@@ -27,7 +27,8 @@ def test_one_rule_prints_its_documentation_and_fix(capsys):
     out = capsys.readouterr().out
     assert out.startswith('HDR001  License header missing or wrong\nseverity: error; reports on: file\n')
     assert 'Example:' in out and 'Instead:' in out
-    assert out.rstrip().endswith('Fix: run `mrbot check --fix` to insert the header')
+    assert out.rstrip().endswith("Fix: run `mrbot check --fix` to insert the header; it leaves another holder's "
+                                 'copyright line alone')
 
 
 def test_unknown_rule_is_a_one_line_error(capsys):
