@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mrbot.rules import Context, SourceFile, Violation, dotted_name, last_name, rule
+from mrbot.selection import imported_module
 
 # Required by the library itself, so a backend may import them at module level.
 _ALWAYS_INSTALLED = frozenset({'torch', 'triton', 'numpy'})
@@ -412,16 +413,11 @@ def _eager_modules(context: Context, path: str, package: str) -> set[str]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        here = name if is_package else name.rpartition('.')[0]
         for statement in _top_level_statements(tree.body):
             if isinstance(statement, ast.Import):
                 waiting += [alias.name for alias in statement.names]
             elif isinstance(statement, ast.ImportFrom):
-                base = here
-                for _ in range(max(statement.level - 1, 0)):
-                    base = base.rpartition('.')[0]
-                module = statement.module or ''
-                target = module if statement.level == 0 else '.'.join(filter(None, (base, module)))
+                target = imported_module(name if is_package else name.rpartition('.')[0], statement)
                 waiting += [target, *(f'{target}.{alias.name}' for alias in statement.names)]
     return loaded
 

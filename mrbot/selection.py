@@ -48,6 +48,23 @@ def _package(path: str) -> str:
     return name if path.endswith('/__init__.py') else name.rpartition('.')[0]
 
 
+def imported_module(package: str, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` names, relative imports resolved from `package`, the importing module's package
+    (the module itself for an `__init__.py`)."""
+    if not node.level:
+        return node.module or ''
+    base = package.split('.') if package else []
+    base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+    return '.'.join([*base, node.module] if node.module else base)
+
+
+def is_jit(decorator: ast.expr) -> bool:
+    """`@triton.jit`, `@jit`, `@triton.jit(...)` or `@jit(...)`."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ''
+    return name == 'jit'
+
+
 def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -55,13 +72,6 @@ def _literal(node: ast.AST | None) -> str | None:
 def _called(node: ast.Call) -> str:
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
-
-
-def _is_jit(decorator: ast.expr) -> bool:
-    """`@triton.jit`, `@jit`, `@triton.jit(...)` or `@jit(...)`."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ''
-    return name == 'jit'
 
 
 def parse_file(path: str, text: str) -> dict:
@@ -74,7 +84,7 @@ def parse_file(path: str, text: str) -> dict:
                 'error': True}
     imports, dynamic, dispatch, kernels, dispatched, methods = [], [], [], [], [], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(is_jit(d) for d in node.decorator_list):
             calls = sorted({_called(call) for call in ast.walk(node) if isinstance(call, ast.Call)} - {''})
             kernels.append([node.name, node.lineno, calls])
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -85,13 +95,7 @@ def parse_file(path: str, text: str) -> dict:
         elif isinstance(node, ast.Import):
             imports.extend([alias.name, []] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package(path).split('.') if _package(path) else []
-                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
-                module = '.'.join([*base, node.module] if node.module else base)
-            else:
-                module = node.module or ''
-            imports.append([module, [alias.name for alias in node.names]])
+            imports.append([imported_module(_package(path), node), [alias.name for alias in node.names]])
         elif isinstance(node, ast.Call) and node.args:
             name, first = _called(node), node.args[0]
             if name in ('import_module', '__import__'):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.records import ChangeSet
+from mrbot.selection import is_jit
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,6 @@ def _bound_by_import(text: str) -> set[str]:
             for alias in node.names}
 
 
-def _is_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a decorator makes the function a Triton kernel (`@triton.jit`, `@triton.autotune`, ...): launched by
-    the library, not called by its users."""
-    for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        root = target
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if isinstance(root, ast.Name) and root.id in ('triton', 'tl') or getattr(target, 'id', None) == 'jit':
-            return True
-    return False
-
-
 def public_signatures(text: str) -> dict[str, Signature]:
     """The module's public functions and classes: top level, no leading underscore, in `__all__` when it has one, not
     Triton kernels."""
@@ -101,7 +89,8 @@ def public_signatures(text: str) -> dict[str, Signature]:
         name = getattr(node, 'name', None)
         if name is None or name.startswith('_') or (exported is not None and name not in exported):
             continue
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _is_kernel(node):
+        # Triton kernels are launched by the library, not called by its users
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(is_jit(d) for d in node.decorator_list):
             continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             found[node.name] = _signature(node.name, node, skip_self=False)

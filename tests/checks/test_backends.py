@@ -299,33 +299,29 @@ def test_optional_packages_imported_at_module_level_are_reported(repo):
     assert {f.severity for f in report.findings} == {'warning'}
 
 
-def test_optional_packages_imported_inside_methods_are_not_reported(repo):
-    classes = """
+def _importing_backend(package: str, statement: str, call: str) -> str:
+    """A backend class whose one method imports what it calls, `package` naming the optional package."""
+    return f"""
     class Fast(BaseBackend):
         backend_type = 'fast'
-        package_name = 'flash_kda'
+        package_name = '{package}'
 
         def scale(self, x, factor=2):
-            import flash_kda
+            {statement}
 
-            return flash_kda.scale(x, factor)
+            return {call}(x, factor)
     """
+
+
+def test_optional_packages_imported_inside_methods_are_not_reported(repo):
+    classes = _importing_backend('flash_kda', 'import flash_kda', 'flash_kda.scale')
     repo.write({BACKENDS: _backend(classes, 'import os\n\nimport torch\n')})
     assert repo.check('BKD004').findings == ()
 
 
 def test_optional_package_in_a_module_that_loads_only_from_a_method_is_not_reported(repo):
     """Upstream's tilelang kernels: each module imports tilelang, and the backend imports the module when it runs."""
-    classes = """
-    class Fast(BaseBackend):
-        backend_type = 'fast'
-        package_name = 'tilelang'
-
-        def scale(self, x, factor=2):
-            from fla.ops.foo.backends.fast.kernels import fast_scale
-
-            return fast_scale(x, factor)
-    """
+    classes = _importing_backend('tilelang', 'from fla.ops.foo.backends.fast.kernels import fast_scale', 'fast_scale')
     repo.write({BACKENDS: 'from .fast import Fast\n',
                 'fla/ops/foo/backends/fast/__init__.py': _backend(classes, 'from .schedules import best\n'),
                 'fla/ops/foo/backends/fast/schedules.py': 'import tilelang\n\nbest = tilelang.best\n',
