@@ -12,8 +12,8 @@ from mrbot.config import Config
 from mrbot.rules import Context, Violation, rule
 
 _PREAMBLE = re.compile(r'^(#!|#.*coding[:=])')
-_LICENSE_LINE = re.compile(r'copyright|spdx-license-identifier', re.IGNORECASE)
-_COPYRIGHT = re.compile(r'copyright', re.IGNORECASE)
+LICENSE_LINE = re.compile(r'copyright|spdx-license-identifier', re.IGNORECASE)
+COPYRIGHT = re.compile(r'copyright', re.IGNORECASE)
 
 
 def _line_pattern(expected: str) -> re.Pattern:
@@ -27,19 +27,31 @@ def _header_start(lines: list[str]) -> int:
     return start
 
 
+def leading_comment(lines: list[str]) -> list[str]:
+    """The comment lines a file starts with, after a shebang or coding line: where its license header stands."""
+    start = _header_start(lines)
+    end = start
+    while end < len(lines) and lines[end].startswith('#'):
+        end += 1
+    return lines[start:end]
+
+
 def with_header(text: str, config: Config) -> str:
     """`text` with the configured header in place of any leading license comment (after a shebang or coding line);
-    unchanged when that comment holds a copyright line of another holder, which is theirs to change, not ours."""
+    unchanged when that comment holds a copyright line the header does not accept, which is its holder's to change."""
     lines = text.splitlines(keepends=True)
     start = _header_start([line.rstrip('\n') for line in lines])
     end = start
-    while end < len(lines) and lines[end].startswith('#') and (_LICENSE_LINE.search(lines[end]) or lines[end].strip() == '#'):
+    while end < len(lines) and lines[end].startswith('#') and (LICENSE_LINE.search(lines[end]) or lines[end].strip() == '#'):
         end += 1
     patterns = [_line_pattern(line) for line in config.header]
-    if any(_COPYRIGHT.search(line) and not any(p.match(line.rstrip('\n')) for p in patterns) for line in lines[start:end]):
+    if any(COPYRIGHT.search(line) and not any(p.match(line.rstrip('\n')) for p in patterns) for line in lines[start:end]):
         return text
     year = str(datetime.date.today().year)
-    header = [line.replace('{year}', year) + '\n' for line in config.header]
+    present = [line.rstrip('\r\n') for line in lines[start:end]]
+    # a line the setting already accepts stays as written: the years on a copyright line are its holder's to change
+    header = [(present[i] if i < len(present) and pattern.match(present[i]) else line.replace('{year}', year)) + '\n'
+              for i, (line, pattern) in enumerate(zip(config.header, patterns, strict=True))]
     return ''.join(lines[:start] + header + lines[end:])
 
 
@@ -66,7 +78,7 @@ def license_header(context: Context) -> Iterator[Violation]:
             number = start + offset + 1
             if not pattern.match(source.line(number)):
                 found = source.line(number).strip()
-                if offset == 0 and not _LICENSE_LINE.search(found):
+                if offset == 0 and not LICENSE_LINE.search(found):
                     yield Violation(source.path, number, 'license header missing')
                 else:
                     yield Violation(source.path, number, f'license header line {offset + 1} is {found!r}, expected '

@@ -49,3 +49,10 @@ def test_fix_replaces_a_wrong_header_and_keeps_the_shebang():
 def test_fix_leaves_another_holders_copyright_line_alone():
     upstream = '# Copyright (c) 2023-2026, Songlin Yang, Yu Zhang, Zhiyuan Li\n#\n# MIT license\nimport os\n'
     assert with_header(upstream, Config()) == upstream
+
+
+def test_fix_keeps_the_years_of_a_copyright_line_the_header_accepts():
+    config = Config(header=('# Copyright (c) 2023-{year}, Someone', '# SPDX-License-Identifier: MIT'))
+    assert with_header('# Copyright (c) 2023-2024, Someone\n# SPDX-License-Identifier: GPL\nimport os\n', config) == (
+        '# Copyright (c) 2023-2024, Someone\n# SPDX-License-Identifier: MIT\nimport os\n')
+    assert with_header(HEADER + 'import os\n', config) == HEADER + 'import os\n'

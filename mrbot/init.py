@@ -1,0 +1,321 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot init`: the `[tool.mrbot]` table a repository needs, derived from the repository itself.
+
+It reads the license header most Python files under the source roots start with, the title tags and path exemptions
+that CONTRIBUTING.md states, and the form of the backend verifiers, and appends the table to pyproject.toml without
+changing a byte already there. It is a preset for a maintainer to read, not a recipe run on every change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import fnmatch
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from checks.header import COPYRIGHT, LICENSE_LINE, leading_comment
+from mrbot import git
+from mrbot.config import Config, PathOverride, parse_config
+from mrbot.records import MrbotError
+from mrbot.rules import Rule, all_rules
+from mrbot.selection import python_files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+PYPROJECT = 'pyproject.toml'
+# Where GitHub looks for contribution guidelines, in the order it looks.
+GUIDES = ('CONTRIBUTING.md', '.github/CONTRIBUTING.md', 'docs/CONTRIBUTING.md')
+VERIFIER_FILES = '*/backends/*'
+
+# A year that does not start a range: `2024` in "(c) 2024," and `2026` in "2023-2026", not `2023` in "2023-present".
+_LAST_YEAR = re.compile(r'(?<!\d)\d{4}(?!\d)(?!\s*[-–])')
+_FENCE = re.compile(r'^\s*(```|~~~)')
+_LIST_ITEM = re.compile(r'^\s*(?:[-*+]|\d+[.)])\s+')
+_SENTENCE_END = re.compile(r'(?<=[.!?])\s+')
+_CODE = re.compile(r'`([^`\n]+)`')
+_TAG_LIST = re.compile(r'^(?:(?:the|allowed|accepted|valid|title|pr|commit)\s+)*tags(?:\s+are)?\s*:\s*(?P<tags>.+?)\.?$',
+                       re.IGNORECASE)
+_TAG_SEPARATOR = re.compile(r'\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+')
+_TAG = re.compile(r'[A-Za-z0-9][\w .+/-]{0,29}')
+_TAG_EXAMPLE = re.compile(r'`\[([^\[\]`]+)\][^`]*`')
+_EXEMPT = re.compile(r'\bexempt', re.IGNORECASE)
+_BARE_KEY = re.compile(r'[A-Za-z0-9_-]+')
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A paragraph, list item, heading or table row of a Markdown file, joined into one line."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Guide:
+    """The repository's contribution guidelines: the file's path and its passages outside code blocks."""
+
+    path: str
+    passages: tuple[Passage, ...]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The settings `mrbot init` writes, and one line per setting saying what it was derived from."""
+
+    header: tuple[str, ...]
+    title_tags: tuple[str, ...]
+    verifier_pass_through: bool
+    overrides: tuple[PathOverride, ...]
+    origins: tuple[str, ...]
+    # mrbot's defaults name its own shared code; elsewhere the import graph finds the tests shared code reaches.
+    global_paths: tuple[str, ...] = ()
+
+
+def _passages(text: str) -> tuple[Passage, ...]:
+    passages: list[Passage] = []
+    joined: list[str] = []
+    start, fenced = 0, False
+    for number, line in enumerate(text.splitlines(), 1):
+        item = _LIST_ITEM.match(line)
+        stripped = line[item.end():].strip() if item else line.strip()
+        fence = bool(_FENCE.match(line))
+        if fence or fenced or not stripped or stripped.startswith(('#', '|')) or item:
+            if joined:
+                passages.append(Passage(start, ' '.join(joined)))
+            joined = []
+        fenced ^= fence
+        if fence or fenced or not stripped:
+            continue
+        if not joined:
+            start = number
+        joined.append(stripped)
+        # a heading or a table row ends where its line does
+        if stripped.startswith(('#', '|')):
+            passages.append(Passage(start, stripped))
+            joined = []
+    if joined:
+        passages.append(Passage(start, ' '.join(joined)))
+    return tuple(passages)
+
+
+def read_guide(root: Path) -> Guide | None:
+    """The first CONTRIBUTING.md of GUIDES that exists, or None."""
+    for path in GUIDES:
+        if (root / path).is_file():
+            return Guide(path, _passages((root / path).read_text(encoding='utf-8', errors='replace')))
+    return None
+
+
+def _sentences(text: str) -> list[str]:
+    return _SENTENCE_END.split(text)
+
+
+def _with_year_placeholder(line: str) -> str:
+    return _LAST_YEAR.sub('{year}', line) if COPYRIGHT.search(line) else line
+
+
+def derive_header(root: Path, sources: list[str], config: Config) -> tuple[tuple[str, ...], str]:
+    """The longest leading comment that more than half of the non-empty `sources` start with, years as `{year}`."""
+    blocks = []
+    for path in sources:
+        lines = (root / path).read_text(encoding='utf-8', errors='replace').splitlines()
+        if any(line.strip() for line in lines):
+            blocks.append(tuple(_with_year_placeholder(line.rstrip()) for line in leading_comment(lines)))
+    roots = ', '.join(f"{source_root.rstrip('/')}/" for source_root in config.source_roots)
+    header: tuple[str, ...] = ()
+    sharing = 0
+    while True:
+        following = Counter(block[len(header)] for block in blocks
+                            if len(block) > len(header) and block[:len(header)] == header)
+        line, count = following.most_common(1)[0] if following else ('', 0)
+        if count * 2 <= len(blocks):
+            break
+        header, sharing = (*header, line), count
+    if not any(LICENSE_LINE.search(line) for line in header):
+        return (), (f'header = [] (none required): no license comment starts more than half of the {len(blocks)} '
+                    f'Python files under {roots}')
+    return header, f'header: {len(header)} line(s), shared by {sharing} of {len(blocks)} Python files under {roots}'
+
+
+def derive_title_tags(guide: Guide | None) -> tuple[tuple[str, ...], str]:
+    """The closed list of title tags the guide states (`Tags: A, B, C.`), else none: any tag is accepted."""
+    if guide is None:
+        return (), f'title-tags = [] (any tag): no {GUIDES[0]}'
+    for passage in guide.passages:
+        for sentence in _sentences(passage.text):
+            stated = _TAG_LIST.match(sentence)
+            if stated is None:
+                continue
+            tags = tuple(tag.strip(' `[]') for tag in _TAG_SEPARATOR.split(stated.group('tags')))
+            if len(tags) > 1 and all(_TAG.fullmatch(tag) for tag in tags):
+                return tags, f'title-tags: {len(tags)} tags, the closed list at {guide.path}:{passage.line}'
+    examples = list(dict.fromkeys(tag for passage in guide.passages for tag in _TAG_EXAMPLE.findall(passage.text)))
+    if examples:
+        shown = ', '.join(f'[{tag}]' for tag in examples[:3])
+        return (), f'title-tags = [] (any tag): {guide.path} shows examples ({shown}, ...) but no closed list'
+    return (), f'title-tags = [] (any tag): {guide.path} names no title tags'
+
+
+def derive_pass_through(root: Path, sources: list[str]) -> tuple[bool, str]:
+    """Whether any `*_verifier` method of a class under `*/backends/*` takes `*args, **kwargs`."""
+    verifiers = []
+    for path in sources:
+        if not fnmatch.fnmatchcase(path, VERIFIER_FILES):
+            continue
+        try:
+            tree = ast.parse((root / path).read_text(encoding='utf-8'))
+        except (SyntaxError, ValueError):
+            continue
+        verifiers += [method for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for method in node.body
+                      if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name.endswith('_verifier')]
+    passing = sum(bool(method.args.vararg and method.args.kwarg) for method in verifiers)
+    where = f'*_verifier methods under {VERIFIER_FILES}'
+    if passing:
+        return True, f'verifier-pass-through = true: {passing} of {len(verifiers)} {where} take *args, **kwargs'
+    if not verifiers:
+        return False, f'verifier-pass-through left out (false): no {where}'
+    return False, f'verifier-pass-through left out (false): none of {len(verifiers)} {where} takes *args, **kwargs'
+
+
+def _exempted_rule(text: str, paths: list[str], rules: list[Rule]) -> str | None:
+    """The rule a passage exempts paths from: the one rule id it names, else the one rule whose documentation alone
+    holds most of its code spans (`tl.make_block_ptr` is in TRI001's and in no other's); None when that is unclear."""
+    named = [r.id for r in rules if re.search(rf'(?<![\w-]){re.escape(r.id)}(?![\w-])', text)]
+    if named:
+        return named[0] if len(named) == 1 else None
+    votes: Counter[str] = Counter()
+    for span in set(_CODE.findall(text)) - set(paths):
+        documenting = [r.id for r in rules if span in f'{r.title} {r.hint} {r.doc}']
+        if len(documenting) == 1:
+            votes[documenting[0]] += 1
+    ranked = votes.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
+
+
+def _path_glob(root: Path, span: str) -> str:
+    """The override pattern for a path the guide names: anchored where it exists from the root, else anywhere."""
+    path = span.removeprefix('./').strip('/')
+    if any(wildcard in path for wildcard in '*?['):
+        return path
+    pattern = f'{path}/*' if span.endswith('/') or (root / path).is_dir() else path
+    return pattern if (root / path).exists() else f'*/{pattern}'
+
+
+def derive_overrides(root: Path, guide: Guide | None, rules: list[Rule]) -> tuple[tuple[PathOverride, ...], list[str]]:
+    """A rule turned off for the paths of each sentence of the guide that says they are exempt from it."""
+    if guide is None:
+        return (), []
+    exempted: dict[str, list[str]] = {}
+    origins = []
+    for passage in guide.passages:
+        for sentence in filter(_EXEMPT.search, _sentences(passage.text)):
+            paths = [span for span in _CODE.findall(sentence) if '/' in span and ' ' not in span and '://' not in span]
+            if not paths:
+                continue
+            rule_id = _exempted_rule(passage.text, paths, rules)
+            where = f'{guide.path}:{passage.line} "{sentence}"'
+            if rule_id is None:
+                origins.append(f'overrides: none for {", ".join(paths)}: no one rule of mrbot matches {where}')
+                continue
+            globs = [_path_glob(root, path) for path in paths]
+            known = exempted.setdefault(rule_id, [])
+            known += [glob for glob in dict.fromkeys(globs) if glob not in known]
+            origins.append(f'overrides: {rule_id} off in {", ".join(globs)}: {where}')
+    return tuple(PathOverride(tuple(globs), {rule_id: 'off'}) for rule_id, globs in exempted.items()), origins
+
+
+def derive(root: Path, config: Config) -> Preset:
+    sources = [path for path in python_files(root) if config.is_source(path)]
+    guide = read_guide(root)
+    header, header_origin = derive_header(root, sources, config)
+    title_tags, tags_origin = derive_title_tags(guide)
+    pass_through, pass_through_origin = derive_pass_through(root, sources)
+    overrides, override_origins = derive_overrides(root, guide, all_rules())
+    global_origin = 'global-paths = []: the import graph finds the tests that reach shared code'
+    return Preset(header, title_tags, pass_through, overrides,
+                  (header_origin, tags_origin, pass_through_origin, *override_origins, global_origin))
+
+
+def _string(text: str) -> str:
+    # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
+    return json.dumps(text, ensure_ascii=False).replace('\x7f', '\\u007f')
+
+
+def _array(items: tuple[str, ...]) -> str:
+    return f"[{', '.join(_string(item) for item in items)}]"
+
+
+def render(preset: Preset) -> str:
+    """The `[tool.mrbot]` table of `preset` as TOML."""
+    lines = ['[tool.mrbot]']
+    if preset.header:
+        lines += ['header = [', *(f'    {_string(line)},' for line in preset.header), ']']
+    else:
+        lines.append('header = []')
+    lines.append(f'title-tags = {_array(preset.title_tags)}')
+    if preset.verifier_pass_through:
+        lines.append('verifier-pass-through = true')
+    lines.append(f'global-paths = {_array(preset.global_paths)}')
+    for override in preset.overrides:
+        rules = ', '.join(f'{rule if _BARE_KEY.fullmatch(rule) else _string(rule)} = {_string(severity)}'
+                          for rule, severity in override.rules.items())
+        lines += ['', '[[tool.mrbot.overrides]]', f'paths = {_array(override.paths)}', f'rules = {{ {rules} }}']
+    return '\n'.join(lines) + '\n'
+
+
+def _read_pyproject(pyproject: Path) -> str:
+    """The text of pyproject.toml, empty when there is none; bad input is one error naming the file."""
+    if not pyproject.exists():
+        return ''
+    try:
+        text = pyproject.read_bytes().decode('utf-8')
+        document = tomllib.loads(text)
+    except OSError as exc:
+        raise MrbotError(f'{pyproject}: cannot read it ({exc.strerror}); expected a readable TOML file') from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise MrbotError(f'{pyproject}: not valid TOML ({exc})') from None
+    if not isinstance(document.get('tool', {}), dict):
+        raise MrbotError(f'{pyproject}: `tool` is a {type(document["tool"]).__name__}, expected a table')
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    root = git.repo_root(Path.cwd())
+    pyproject = root / PYPROJECT
+    existing = _read_pyproject(pyproject)
+    if not args.print and 'mrbot' in tomllib.loads(existing).get('tool', {}):
+        raise MrbotError(f'{pyproject} already has a [tool.mrbot] table, which mrbot init does not rewrite; '
+                         '`mrbot init --print` shows what it would write')
+    preset = derive(root, parse_config(existing, str(pyproject)))
+    for origin in preset.origins:
+        print(f'mrbot init: {origin}', file=sys.stderr)
+    table = render(preset)
+    if args.print:
+        print(table, end='')
+        return 0
+    newline = '\r\n' if '\r\n' in existing else '\n'
+    # one blank line between what is there and the table, and no byte of what is there changed
+    lead = '' if not existing else newline if existing.endswith('\n') else newline * 2
+    appended = lead + table.replace('\n', newline)
+    # the file as it will be must load, or nothing is written
+    parse_config(existing + appended, str(pyproject))
+    with pyproject.open('ab') as out:
+        out.write(appended.encode('utf-8'))
+    print(f'mrbot init: appended [tool.mrbot] to {pyproject}', file=sys.stderr)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--print', action='store_true', help='print the table to stdout instead of appending it to '
+                                                             'pyproject.toml')

@@ -1,0 +1,151 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot init`: the [tool.mrbot] table derived from a repository's files, appended without touching the rest."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrbot.cli import main
+from mrbot.config import PathOverride, load_config, parse_config
+
+ADA = '# Copyright (c) 2023-{year}, Ada\n# SPDX-License-Identifier: MIT\n'
+# upstream flash-linear-attention's phrasing of its block-pointer rule and its exemption, wrapped as it wraps it
+UPSTREAM_TRITON = """### Triton Kernels
+
+- Write block accesses as explicit offset vectors (`offset + tl.arange`) with
+  plain `tl.load` / `tl.store`. Do not use `tl.make_block_ptr` / `tl.advance`:
+  deprecated upstream and removed in triton main. (`backends/triton_ascend/` is
+  exempt — triton-ascend still requires block pointers.)
+- Format Markdown tables with aligned columns; table rows are exempt from the line limit.
+"""
+UPSTREAM_TAGS = """### Commit Message Convention
+
+Use a prefix tag in square brackets to categorize your change. Here are some common examples:
+
+| Tag     | Usage     | Example                        |
+| ------- | --------- | ------------------------------ |
+| `[Fix]` | Bug fixes | `[Fix] Guard checkpoint reads` |
+| `[KDA]` | KDA       | `[KDA] Fix backward`           |
+
+If your change doesn't fit any of the above, `[Misc]`/`[chore]` is the safe default.
+"""
+
+
+def _init(repo, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(repo.root)
+    code = main(['init', *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_header_is_the_license_comment_most_source_files_start_with_with_its_last_year_as_placeholder(
+        repo, monkeypatch, capsys):
+    repo.write({
+        'fla/a.py': ADA.format(year=2025) + '\nx = 1\n',
+        'fla/b.py': '# -*- coding: utf-8 -*-\n' + ADA.format(year=2026) + '# adapted from elsewhere\nx = 1\n',
+        'fla/c.py': ADA.format(year=2024) + 'x = 1\n',
+        'fla/d.py': 'import os\n',
+        'fla/empty.py': '',
+        'tools/other.py': '# Copyright (c) 2020, Someone else\nx = 1\n',
+    })
+    code, out, err = _init(repo, monkeypatch, capsys)
+    assert code == 0 and out == ''
+    assert load_config(repo.root).header == ('# Copyright (c) 2023-{year}, Ada', '# SPDX-License-Identifier: MIT')
+    assert 'header: 2 line(s), shared by 3 of 4 Python files under fla/' in err
+
+
+def test_no_license_comment_shared_by_most_files_requires_no_header(repo, monkeypatch, capsys):
+    repo.write({'fla/a.py': '# Copyright (c) 2024, Ada\nx = 1\n', 'fla/b.py': '# Copyright (c) 2024, Grace\nx = 1\n',
+                'fla/c.py': '# a comment, not a license\nx = 1\n'})
+    code, _, err = _init(repo, monkeypatch, capsys)
+    assert code == 0 and load_config(repo.root).header == ()
+    assert 'header = [] (none required)' in err
+
+
+@pytest.mark.parametrize(('guide', 'tags'), [
+    pytest.param('- Title: `[Tag] Summary`, one tag, e.g. `[Fix] Offsets`. Tags: Fix, Ops, Simple GLA.\n',
+                 ('Fix', 'Ops', 'Simple GLA'), id='closed-list'),
+    pytest.param(UPSTREAM_TAGS, (), id='examples-only'),
+    pytest.param('# Contributing\n\nOpen a pull request.\n', (), id='no-tags'),
+])
+def test_title_tags_are_the_closed_list_contributing_states_or_any(repo, monkeypatch, capsys, guide, tags):
+    repo.write({'CONTRIBUTING.md': guide})
+    assert _init(repo, monkeypatch, capsys)[0] == 0
+    assert load_config(repo.root).title_tags == tags
+
+
+def test_an_exemption_sentence_turns_off_the_rule_it_exempts_from_and_nothing_else(repo, monkeypatch, capsys):
+    repo.write({'CONTRIBUTING.md': UPSTREAM_TRITON + '- `fla/legacy/` is exempt from the int64 rule (TRI002).\n'
+                                   '- `docs/` is exempt from nothing in particular.\n',
+                'fla/legacy/old.py': 'x = 1\n'})
+    code, _, err = _init(repo, monkeypatch, capsys)
+    config = load_config(repo.root)
+    assert code == 0 and config.overrides == (PathOverride(('*/backends/triton_ascend/*',), {'TRI001': 'off'}),
+                                              PathOverride(('fla/legacy/*',), {'TRI002': 'off'}))
+    assert config.severity('TRI001', 'fla/ops/gla/backends/triton_ascend/chunk.py', 'error') == 'off'
+    assert config.severity('TRI001', 'fla/ops/gla/chunk.py', 'error') == 'error'
+    assert 'overrides: none for docs/: no one rule of mrbot matches CONTRIBUTING.md:9' in err
+
+
+@pytest.mark.parametrize(('signature', 'pass_through'), [
+    pytest.param('self, q, k, *args, **kwargs', True, id='args-kwargs'),
+    pytest.param('self, q, k, scale=None', False, id='full-signature'),
+])
+def test_verifiers_taking_args_and_kwargs_turn_on_pass_through(repo, monkeypatch, capsys, signature, pass_through):
+    repo.write({'fla/ops/gla/backends/tilelang.py': f'class TileLangBackend:\n    def chunk_gla_verifier({signature}):\n'
+                                                    '        return True, None\n'})
+    code, out, _ = _init(repo, monkeypatch, capsys, '--print')
+    assert code == 0 and ('verifier-pass-through = true' in out) == pass_through
+    assert parse_config(out, 'stdout').verifier_pass_through == pass_through
+
+
+def test_print_writes_nothing_and_prints_a_table_that_loads(repo, monkeypatch, capsys):
+    repo.write({'pyproject.toml': '[project]\nname = "x"\n', 'fla/a.py': ADA.format(year=2026)})
+    code, out, _ = _init(repo, monkeypatch, capsys, '--print')
+    assert code == 0 and (repo.root / 'pyproject.toml').read_text() == '[project]\nname = "x"\n'
+    printed = parse_config(out, 'stdout')
+    assert printed.global_paths == () and printed.title_tags == () and printed.header[0].endswith('{year}, Ada')
+
+
+@pytest.mark.parametrize('existing', [
+    pytest.param(b'# build settings\n[project]\nname   =   "x"  # odd spacing\n\n\n[tool.ruff]\nline-length = 127',
+                 id='no-final-newline'),
+    pytest.param(b'[project]\r\nname = "x"\r\n', id='crlf'),
+    pytest.param(None, id='absent'),
+])
+def test_the_table_is_appended_and_every_existing_byte_kept(repo, monkeypatch, capsys, existing):
+    if existing is not None:
+        (repo.root / 'pyproject.toml').write_bytes(existing)
+    code, _, err = _init(repo, monkeypatch, capsys)
+    written = (repo.root / 'pyproject.toml').read_bytes()
+    assert code == 0 and written.startswith(existing or b'') and b'[tool.mrbot]' in written
+    assert load_config(repo.root).global_paths == ()
+    assert 'appended [tool.mrbot]' in err
+
+
+def test_an_existing_table_is_refused_with_a_pointer_to_print(repo, monkeypatch, capsys):
+    existing = '[tool.mrbot]\ntitle-tags = ["Fix"]\n'
+    repo.write({'pyproject.toml': existing})
+    code, _, err = _init(repo, monkeypatch, capsys)
+    assert code == 2 and (repo.root / 'pyproject.toml').read_text() == existing
+    assert err.count('\n') == 1 and 'already has a [tool.mrbot] table' in err and '--print' in err
+    assert _init(repo, monkeypatch, capsys, '--print')[0] == 0
+
+
+@pytest.mark.parametrize(('content', 'message'), [
+    pytest.param(b'[project\nname = "x"\n', 'not valid TOML', id='invalid-toml'),
+    pytest.param(b'name = "\xff"\n', 'not valid TOML', id='not-utf-8'),
+    pytest.param(b'tool = 1\n', '`tool` is a int, expected a table', id='tool-not-a-table'),
+])
+def test_a_bad_pyproject_is_one_line_and_exit_2(repo, monkeypatch, capsys, content, message):
+    (repo.root / 'pyproject.toml').write_bytes(content)
+    code, out, err = _init(repo, monkeypatch, capsys)
+    assert code == 2 and out == '' and (repo.root / 'pyproject.toml').read_bytes() == content
+    assert err.count('\n') == 1 and err.startswith('mrbot init: error: ') and 'pyproject.toml' in err and message in err
+
+
+def test_a_pyproject_that_cannot_be_read_is_one_line_and_exit_2(repo, monkeypatch, capsys):
+    (repo.root / 'pyproject.toml').mkdir()
+    code, _, err = _init(repo, monkeypatch, capsys)
+    assert code == 2 and err.count('\n') == 1 and 'cannot read it' in err
