@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Set
 
 from mrbot.rules import Context, Violation, dotted_name, last_name, rule
 
@@ -458,3 +458,208 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
                     yield Violation(source.path, parameter.lineno, f'parameter `{parameter.arg}` of `{function.name}` '
                                                                    'is named as a compile-time value but is not '
                                                                    '`tl.constexpr`', column=parameter.col_offset)
+
+
+
+_MEMORY_ACCESSES = frozenset({'tl.load', 'tl.store', 'triton.language.load', 'triton.language.store'})
+# Where `mask` sits among the positional arguments: `tl.load(pointer, mask, other)`, `tl.store(pointer, value, mask)`.
+_MASK_POSITION = {'load': 1, 'store': 2}
+
+# A `tl.load` / `tl.store` with a mask, and block offset -> dimension for each offset of its pointer that the mask
+# bounds.
+MaskedAccess = tuple[ast.Call, ast.expr, dict[str, str]]
+# Name -> the names of block offsets (`o_k = i_k * BK + tl.arange(0, BK)`) that every value assigned to it is built
+# from, itself included when there is one.
+Offsets = dict[str, frozenset[str]]
+
+
+def _assigned_values(function: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    """Every value assigned to each name anywhere in `function`, in any branch or loop; `p += d` assigns `p + d`."""
+    values: dict[str, list[ast.expr]] = {}
+
+    def assign(target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for element, part in zip(target.elts, value.elts, strict=True):
+                assign(element, part)
+            return
+        for name in _names(target):
+            values.setdefault(name, []).append(value)
+
+    for statement in _statements(function):
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                assign(target, statement.value)
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            assign(statement.target, statement.value)
+        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            assign(statement.target, ast.BinOp(ast.Name(statement.target.id), statement.op, statement.value))
+    return values
+
+
+def _is_block_arange(node: ast.expr) -> bool:
+    """Whether `node` is `tl.arange(start, B...)`: a range as long as a block size rather than a dimension."""
+    return isinstance(node, ast.Call) and last_name(node.func) == 'arange' and len(node.args) == 2 \
+        and isinstance(node.args[1], ast.Name) and bool(_BLOCK_SIZE_NAME.match(node.args[1].id))
+
+
+def _hinted_value(node: ast.Call) -> ast.expr | None:
+    """The value inside `x.to(tl.int64)`, `tl.multiple_of(x, B)` or `tl.max_contiguous(x, B)`, which keep its lanes."""
+    if last_name(node.func) == 'to' and isinstance(node.func, ast.Attribute):
+        return node.func.value
+    if last_name(node.func) in ('multiple_of', 'max_contiguous') and node.args:
+        return node.args[0]
+    return None
+
+
+def _block_offsets(node: ast.expr, offsets: Offsets) -> frozenset[str]:
+    """The block offsets that index every lane of `node`: names from `offsets`, and the text of a block arange written
+    in `node` itself. `o % K` wraps an offset into its dimension, and other calls (`tl.minimum`, `tl.load`) clamp it or
+    turn it into data, so neither carries it on."""
+    if _is_block_arange(node):
+        return frozenset({ast.unparse(node)})
+    if isinstance(node, ast.Name):
+        return offsets.get(node.id, frozenset())
+    if isinstance(node, ast.Call):
+        value = _hinted_value(node)
+        return frozenset() if value is None else _block_offsets(value, offsets)
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Mod):
+        return _block_offsets(node.left, offsets) | _block_offsets(node.right, offsets)
+    if isinstance(node, ast.UnaryOp):
+        return _block_offsets(node.operand, offsets)
+    if isinstance(node, ast.Subscript):
+        return _block_offsets(node.value, offsets)
+    if isinstance(node, ast.IfExp):
+        return _block_offsets(node.body, offsets) & _block_offsets(node.orelse, offsets)
+    return frozenset()
+
+
+def _offsets_by_name(values: dict[str, list[ast.expr]]) -> Offsets:
+    """The block offsets of each name, counting only those that every assigned value holds: `p_beta` over `o_v` in one
+    branch and a scalar in the other holds none. An arange's text stays with the name that holds it, so that two
+    names over the same block size are two offsets."""
+    offsets: Offsets = {}
+    # The offsets that any value holds first, then narrowed to those all values hold; `p += d` keeps those of `p`.
+    for combine in (frozenset.union, frozenset.intersection):
+        changed = True
+        while changed:
+            changed = False
+            for name, assigned in values.items():
+                held = combine(*(_block_offsets(value, offsets) for value in assigned))
+                named = frozenset({name, *(key for key in held if key.isidentifier())}) if held else frozenset()
+                if named != offsets.get(name, frozenset()):
+                    offsets[name], changed = named, True
+    return offsets
+
+
+def _compared_offset(node: ast.expr, offsets: Offsets) -> str | None:
+    """The block offset that `node` is as it stands, through subscripts and casts (`o_k[:, None]`), else None."""
+    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and _hinted_value(node) is not None):
+        node = node.value if isinstance(node, ast.Subscript) else _hinted_value(node)
+    if _is_block_arange(node):
+        return ast.unparse(node)
+    return node.id if isinstance(node, ast.Name) and offsets.get(node.id) else None
+
+
+def _dimension_bounds(mask: ast.expr, values: dict[str, list[ast.expr]], offsets: Offsets,
+                      seen: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Block offset -> the dimension that `mask` holds it below: `o_k < K` gives `{'o_k': 'K'}`, and so do
+    `mask_k[:, None] & m_t` and a name assigned `o_k < K` on every path. Only an offset compared as it stands counts,
+    and only against a dimension: `i_t * BT + o_i < T` bounds rows that start elsewhere, and `o_i < BT` compares two
+    block sizes, not a block with the end of its data."""
+    if isinstance(mask, ast.Name):
+        if mask.id in seen or mask.id not in values:
+            return {}
+        paths = [_dimension_bounds(value, values, offsets, seen | {mask.id}) for value in values[mask.id]]
+        return {key: bound for key, bound in paths[0].items() if all(key in path for path in paths)}
+    if isinstance(mask, ast.Subscript):
+        return _dimension_bounds(mask.value, values, offsets, seen)
+    if isinstance(mask, (ast.BinOp, ast.BoolOp)) and isinstance(mask.op, (ast.BitAnd, ast.And)):
+        parts = [mask.left, mask.right] if isinstance(mask, ast.BinOp) else mask.values
+        return {key: bound for part in parts for key, bound in _dimension_bounds(part, values, offsets, seen).items()}
+    if not isinstance(mask, ast.Compare):
+        return {}
+    bounds = {}
+    sides = [mask.left, *mask.comparators]
+    for left, operator, right in zip(sides[:-1], mask.ops, sides[1:], strict=True):
+        if not isinstance(operator, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+            continue
+        below, bound = (left, right) if isinstance(operator, (ast.Lt, ast.LtE)) else (right, left)
+        offset = _compared_offset(below, offsets)
+        if offset is not None and not _block_offsets(bound, offsets) and not _is_block_size(bound):
+            bounds[offset] = ast.unparse(bound)
+    return bounds
+
+
+def _memory_accesses(function: ast.FunctionDef) -> Iterator[tuple[ast.Call, ast.expr, ast.expr | None]]:
+    """`(call, pointer, mask)` of each `tl.load` / `tl.store` in `function`; mask is None when none is given."""
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Call) and dotted_name(node.func) in _MEMORY_ACCESSES):
+            continue
+        keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+        position = _MASK_POSITION[last_name(node.func)]
+        pointer = node.args[0] if node.args else keywords.get('pointer')
+        mask = keywords.get('mask', node.args[position] if len(node.args) > position else None)
+        if pointer is not None:
+            yield node, pointer, None if isinstance(mask, ast.Constant) and mask.value is None else mask
+
+
+def _mask_to_copy(masked: list[MaskedAccess], overrun: Set[str]) -> tuple[ast.Call, ast.expr, bool]:
+    """`(call, mask, fits)` of the masked access to point to among those bounding an offset in `overrun`: first one
+    whose mask bounds exactly those offsets (`fits`: its mask has the shape to copy), then a plain name such as
+    `mask_k` over an expression, then the first in the source."""
+    candidates = [(call, mask, bounds.keys() == overrun) for call, mask, bounds in masked if bounds.keys() & overrun]
+    return min(candidates, key=lambda candidate: (not candidate[2], not isinstance(candidate[1], ast.Name),
+                                                  candidate[0].lineno, candidate[0].col_offset))
+
+
+@rule('TRI005', 'Unmasked access past a dimension', 'error',
+      'mask it as the kernel masks its other accesses through the same offset: `mask=<that mask>, other=0` for a load')
+def unmasked_block_offsets(context: Context) -> Iterator[Violation]:
+    """Checks that a `tl.load` / `tl.store` without a mask does not address memory through a block offset that the same
+    kernel bounds by a mask elsewhere.
+
+    A block offset is a `tl.arange(0, B...)` over a compile-time block size (`BK`, `BT`), inline or held by a name
+    assigned in the kernel (`o_k = i_k * BK + tl.arange(0, BK)`), followed through arithmetic, subscripts, casts and
+    the names built from it (`p_g = g + (bos * HV + i_hv) * K + o_k`, `p_g += HV * K`). An access is reported when its
+    pointer holds such an offset, it has no `mask`, and another access of the kernel through the same offset has a
+    mask that bounds it by a dimension (`mask_k = o_k < K`, also inside `mask_k[:, None] & mask_v[None, :]`): that
+    mask is the kernel's own statement that the block can pass the end of the dimension. To keep findings certain, an
+    offset counts only when the pointer or mask holds it on every path (`p_beta` over `o_v` when `IS_BETA_HEADWISE`
+    and a scalar otherwise holds none), `o % K`, `tl.minimum` and loaded values end an offset, and a comparison bounds
+    only an offset compared as it stands (`o_k < K`, not `i_t * BT + o_i < T`) against a dimension (not `o_i < BT`).
+    Not reported: an offset that no access masks, a range over the dimension itself (`tl.arange(0, K)`), block
+    pointers (their `boundary_check` is another matter), and an access whose mask bounds only some of its offsets.
+
+    Block sizes are powers of two (`BK = triton.next_power_of_2(K)`) and dimensions need not be: the lanes past the end
+    read the next row or another allocation and feed it into the result (the gate of the next head, NaN from freed
+    memory), or write over it. No test at a power-of-two size sees it.
+
+    Example: `b_q = tl.load(p_q, mask=mask_k, other=0)` and, in the same kernel, `b_g = tl.load(p_g)` with
+    `p_g = g + (bos * HV + i_hv) * K + o_k`.
+
+    Instead: `b_g = tl.load(p_g, mask=mask_k, other=0)`.
+    """
+    for source in context.sources('*.py'):
+        if source.tree is None or 'arange' not in source.text:
+            continue
+        for function, _ in _jit_functions(source.tree):
+            values = _assigned_values(function)
+            offsets = _offsets_by_name(values)
+            accesses = [(call, _block_offsets(pointer, offsets), mask) for call, pointer, mask in _memory_accesses(function)]
+            masked: list[MaskedAccess] = []
+            for call, reached, mask in accesses:
+                if mask is not None:
+                    bounds = _dimension_bounds(mask, values, offsets)
+                    masked.append((call, mask, {key: bound for key, bound in bounds.items() if key in reached}))
+            for call, reached, mask in accesses:
+                overrun = {key: bound for _, _, bounds in masked for key, bound in bounds.items() if key in reached}
+                if mask is not None or not overrun:
+                    continue
+                other, other_mask, fits = _mask_to_copy(masked, overrun.keys())
+                passing = ', '.join(f'`{key}` can pass `{bound}`' for key, bound in sorted(overrun.items()))
+                fill = ', other=0' if last_name(call.func) == 'load' else ''
+                advice = f'; add `mask={ast.unparse(other_mask)}{fill}`' if fits else ''
+                yield Violation(source.path, call.lineno, f'`{_snippet(call)}` has no mask, but {passing}: line '
+                                                          f'{other.lineno} masks it with `{_snippet(other_mask)}`{advice}',
+                                column=call.col_offset, anchors=tuple(range(call.lineno, call.end_lineno + 1)))

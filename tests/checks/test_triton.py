@@ -1,6 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""TRI001-TRI004: block pointers, int32 program id products, length specialization and constexpr parameters."""
+"""TRI001-TRI005: block pointers, int32 program id products, length specialization, constexpr parameters and unmasked
+accesses past a dimension."""
 
 from __future__ import annotations
 
@@ -317,3 +318,75 @@ def test_compile_time_parameter_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: COMPILE_TIME})
     repo.write({PATH: COMPILE_TIME.replace('tl.store(x, B', 'tl.store(x, 1 + B')})
     assert _where(repo.check('TRI004')) == []
+
+
+# The shape of upstream flash-linear-attention's `fused_recurrent_kda_fwd_kernel` before b67113b masked its `g` load.
+UNMASKED_GATE = _kernel('''
+    @triton.jit(do_not_specialize=['T'])
+    def demo_fwd_kernel(q, g, o, T, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+        i_k, i_nh = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
+        bos = i_nh * T
+        o_k = i_k * BK + tl.arange(0, BK)
+        p_q = q + bos * H * K + o_k
+        p_g = g + bos * H * K + o_k
+        mask_k = o_k < K
+        for _ in range(0, T):
+            b_q = tl.load(p_q, mask=mask_k, other=0).to(tl.float32)
+            b_g = tl.load(p_g, eviction_policy='evict_last').to(tl.float32)
+            tl.store(o + bos * H * K + o_k, b_q * tl.exp(b_g), mask=mask_k)
+            p_q += H * K
+            p_g += H * K
+''')
+
+
+def test_unmasked_load_through_an_offset_the_kernel_masks_elsewhere_is_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: UNMASKED_GATE})
+    report = repo.check('TRI005')
+    assert _where(report) == [('TRI005', PATH, _line_of(UNMASKED_GATE, 'b_g = tl.load'))]
+    assert report.findings[0].message == (
+        "`tl.load(p_g, eviction_policy='evict_last')` has no mask, but `o_k` can pass `K`: line "
+        f"{_line_of(UNMASKED_GATE, 'b_q = tl.load')} masks it with `mask_k`; add `mask=mask_k, other=0`")
+
+
+def test_unmasked_store_is_reported_without_a_fill_value(repo):
+    text = UNMASKED_GATE.replace('b_q * tl.exp(b_g), mask=mask_k)', 'b_q * tl.exp(b_g))').replace(
+        "tl.load(p_g, eviction_policy='evict_last')", 'tl.load(p_g, mask=mask_k, other=0)')
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    report = repo.check('TRI005')
+    assert _where(report) == [('TRI005', PATH, _line_of(text, 'tl.store(o'))]
+    assert report.findings[0].message.endswith('; add `mask=mask_k`')
+
+
+@pytest.mark.parametrize('edits', [
+    pytest.param({"tl.load(p_g, eviction_policy='evict_last')": 'tl.load(p_g, mask=mask_k, other=0)'}, id='masked'),
+    pytest.param({'tl.load(p_q, mask=mask_k, other=0)': 'tl.load(p_q)', ', mask=mask_k)': ')'},
+                 id='no-access-masks-the-offset'),
+    pytest.param({'p_g = g + bos * H * K + o_k': 'p_g = tl.make_block_ptr(g, (T, K), (H * K, 1), (bos, i_k * BK), (1, BK), '
+                                                 '(1, 0))',
+                  "tl.load(p_g, eviction_policy='evict_last')": 'tl.load(p_g, boundary_check=(1,))',
+                  'p_g += H * K': 'p_g = tl.advance(p_g, (1, 0))'},
+                 id='block-pointer'),
+    pytest.param({'tl.arange(0, BK)': 'tl.arange(0, K)'}, id='range-over-the-dimension'),
+    pytest.param({'p_g = g + bos * H * K + o_k': 'if USE_GK:\n        p_g = g + bos * H * K + o_k\n    else:\n'
+                                                 '        p_g = g + bos * H'},
+                 id='offset-on-one-path-only'),
+    pytest.param({'mask_k = o_k < K': 'mask_k = i_k * BK + o_k < K'}, id='mask-over-an-offset-that-starts-elsewhere'),
+    pytest.param({'mask_k = o_k < K': 'mask_k = o_k < BK'}, id='mask-against-a-block-size'),
+    pytest.param({'p_g = g + bos * H * K + o_k': 'p_g = g + bos * H * K + tl.minimum(o_k, K - 1)'}, id='clamped-offset'),
+])
+def test_unmasked_accesses_the_kernel_does_not_show_can_overrun_are_not_reported(repo, edits):
+    text = UNMASKED_GATE.replace('BK: tl.constexpr)', 'BK: tl.constexpr, USE_GK: tl.constexpr)')
+    for old, new in edits.items():
+        assert old in text
+        text = text.replace(old, new)
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    assert _where(repo.check('TRI005')) == []
+
+
+def test_unmasked_load_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: UNMASKED_GATE})
+    repo.write({PATH: UNMASKED_GATE.replace('p_q += H * K', 'p_q += H * K + 0')})
+    assert _where(repo.check('TRI005')) == []
