@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from mrbot.config import Config
 from mrbot.records import ChangedFile, ChangeSet
 from mrbot.rules import Context, Violation, last_name, rule
+from mrbot.selection import select
 
 # Folders under `<source root>/ops/` that hold shared code rather than one op.
 _SHARED_FOLDERS = frozenset({'common', 'backends', 'utils'})
@@ -105,19 +106,23 @@ def _checks_gradient(node: ast.AST) -> bool:
 @rule('TST001', 'Op or module changed without a test change', 'warning',
       'add or update the tests under tests/ (tests/ops/test_<op>.py for an op) in the same change', scope='change')
 def tests_follow_code(context: Context) -> Iterator[Violation]:
-    """Checks that a change to Python under `<source root>/ops/<op>/` or `<source root>/modules/` also changes a test.
+    """Checks that a change to Python under `<source root>/ops/<op>/` or `<source root>/modules/` also changes a test,
+    and that a code change to shared kernels in `ops/common/` or `ops/utils/` changes one of the tests that reach it.
 
     Kernels are only as correct as the tests that compare them with their reference; a change that leaves every test
     untouched either relies on existing coverage (say so in the Test plan) or ships an untested path. A new op without
-    any test is an error, an edit of an existing op or module a warning. Shared code in `ops/common/`, `ops/backends/`
-    and `ops/utils/` is covered by the ops that use it and is not checked here.
+    any test is an error, an edit of an existing op or module a warning. Shared code is tested through the ops that use
+    it: any test that reaches the changed file through the import graph counts (platform backends under `backends/`
+    are left to their own platforms' tests).
 
     Example: a change that adds `fla/ops/kda/chunk.py` and `fla/ops/kda/__init__.py` and nothing under `tests/`.
 
     Instead: add `tests/ops/test_kda.py`, comparing the outputs and gradients of the kernel with `naive.py`.
     """
     change, config = context.change, context.config
-    if any(config.is_test(path) for file in change.files for path in file_paths(file)):
+    changed_tests = {path for file in change.files for path in file_paths(file) if config.is_test(path)}
+    yield from _untested_shared_code(context, changed_tests)
+    if changed_tests:
         return
     new_ops = new_op_directories(change, config)
     test_root = config.test_roots[0].rstrip('/') if config.test_roots else 'tests'
@@ -134,6 +139,19 @@ def tests_follow_code(context: Context) -> Iterator[Violation]:
                       if path.endswith('.py')} - {None})
     for directory in modules:
         yield Violation(directory, 0, f'{directory} changed but no test did')
+
+
+def _untested_shared_code(context: Context, changed_tests: set[str]) -> Iterator[Violation]:
+    """A code change under `ops/common/` or `ops/utils/` that changes none of the tests reaching it."""
+    config = context.config
+    shared = [f.path for f in context.change.files if f.path.endswith('.py') and f.changes_code and '/backends/' not in
+              f.path and any(_folder(f.path, config.source_roots, f'ops/{folder}') for folder in ('common', 'utils'))]
+    for path in shared:
+        reaching = [t.test for t in select(context.workspace, [path]).tests]
+        # a change no test reaches at all is SEL001's finding
+        if reaching and not changed_tests & set(reaching):
+            named = ', '.join(reaching[:3]) + (f' and {len(reaching) - 3} more' if len(reaching) > 3 else '')
+            yield Violation(path, 0, f'shared code changed, but none of the tests that reach it did ({named})')
 
 
 @rule('TST002', 'Op without a pure PyTorch reference', 'error',

@@ -53,13 +53,28 @@ def test_kernel_file_added_to_an_existing_op_is_not_a_new_op(repo):
     assert _where(repo.check('TST001', 'TST002')) == [('TST001', 'warning', 'fla/ops/simple_gla/', 0)]
 
 
-def test_op_change_with_a_test_change_shared_code_and_docs_are_fine(repo):
+def test_op_change_with_a_test_change_and_docs_are_fine(repo):
     repo.commit(SIMPLE_GLA)
     repo.write({'fla/ops/simple_gla/chunk.py': KERNEL + 'BT = 64\n',
                 'tests/ops/test_simple_gla.py': 'def test_chunk():\n    assert True\n'})
     assert repo.check('TST001').findings == ()
     repo.commit({})
-    repo.write({'fla/ops/common/program.py': 'x = 2\n', 'fla/ops/simple_gla/README.md': '# Simple GLA\n'})
+    repo.write({'fla/ops/simple_gla/README.md': '# Simple GLA\n'})
+    assert repo.check('TST001').findings == ()
+
+
+def test_shared_code_needs_a_change_to_one_of_the_tests_that_reach_it(repo):
+    shared = {**SIMPLE_GLA, 'fla/ops/simple_gla/chunk.py': 'from fla.ops.common.program import x\n' + KERNEL,
+              'tests/ops/test_simple_gla.py': 'from fla.ops.simple_gla import chunk_op\n',
+              'tests/ops/test_other.py': 'def test_other():\n    pass\n',
+              'pyproject.toml': '[tool.mrbot]\nglobal-paths = []\n'}
+    repo.commit(shared)
+    repo.write({'fla/ops/common/program.py': 'x = 2\n', 'tests/ops/test_other.py': 'def test_other():\n    assert 1\n'})
+    report = repo.check('TST001')
+    assert _where(report) == [('TST001', 'warning', 'fla/ops/common/program.py', 0)]
+    assert report.findings[0].message == ('shared code changed, but none of the tests that reach it did '
+                                          '(tests/ops/test_simple_gla.py)')
+    repo.write({'tests/ops/test_simple_gla.py': 'from fla.ops.simple_gla import chunk_op\n\nassert chunk_op\n'})
     assert repo.check('TST001').findings == ()
 
 
