@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mrbot.rules import Context, Violation, rule
-from mrbot.selection import select
+from mrbot.selection import confined_names, select_change
 
 
 @rule('SEL001', 'Python change that no test reaches', 'warning',
       'add or extend a test that imports this module; until then `mrbot test` runs the smoke set', scope='file')
 def unreached_change(context: Context) -> Iterator[Violation]:
-    """Checks that every changed Python file under a source root is imported, directly or through others, by a test.
+    """Checks that every changed Python file under a source root is imported, directly or through others, by a test,
+    and that a function a change adds to a module is used by one.
 
     The selection follows imports from the working tree's files, through the cached index, so this rule reads the
     repository beside the change; it never runs a test.
@@ -25,6 +26,12 @@ def unreached_change(context: Context) -> Iterator[Violation]:
 
     Instead: a test under `tests/` that imports the module or the public op built on it.
     """
-    selection = select(context.change.root, context.config, [f.path for f in context.change.files])
+    selection = select_change(context.workspace, context.change)
     for path in selection.unselected:
-        yield Violation(path, 0, 'no test imports this file, directly or through other modules')
+        file = context.change.file(path)
+        added = confined_names(file) if file is not None else None
+        if added:
+            yield Violation(path, 0, f"no test uses what this change adds here ({', '.join(sorted(added))}), directly "
+                                     'or through other modules')
+        else:
+            yield Violation(path, 0, 'no test imports this file, directly or through other modules')

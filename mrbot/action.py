@@ -34,8 +34,9 @@ from mrbot.output import format_report, summary
 from mrbot.records import CheckReport, MrbotError, TestRun
 from mrbot.render import render
 from mrbot.rules import all_rules
-from mrbot.selection import select
+from mrbot.selection import select_change
 from mrbot.testing import device_label, execute, shell_command, test_targets
+from mrbot.workspace import Workspace
 
 ARTIFACT = 'mrbot-artifact.json'
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
@@ -106,16 +107,17 @@ def _connect(kind: str, project: str, environ: Mapping[str, str]):
     return connect(kind, project, environ=environ)
 
 
-def check_report(root: Path, config: Config, base: str, head: str, title: str | None, body: str | None) -> dict:
+def check_report(workspace: Workspace, base: str, head: str, title: str | None, body: str | None) -> dict:
     """`mrbot check` on base..head as the artifact of a report: comment body, check run and job summary.
 
     It runs none of the pull request's code, so its kernels are not compiled here (`mrbot compile` runs their tests):
     that belongs with the tests, in a job whose result the pull request's code can decide (docs/ci.md).
     """
+    root = workspace.root
     base = git.merge_base(root, base, head)
-    change = git.changeset(root, base, head, title, body, 'forge', 'forge', max_bytes=config.max_file_bytes)
+    change = git.changeset(root, base, head, title, body, 'forge', 'forge', max_bytes=workspace.config.max_file_bytes)
     rules = all_rules()
-    report: CheckReport = evaluate(change, config, rules)
+    report: CheckReport = evaluate(change, workspace, rules)
     markdown = format_report(report, 'markdown', rules)
     annotations = [{'path': f.path, 'line': f.line, 'level': SEVERITY_LEVELS[f.severity],
                     'message': f.message + (f' Fix: {f.hint}' if f.hint else ''), 'title': f.rule}
@@ -152,7 +154,7 @@ def _pull_request(event: Event, root: Path) -> dict:
     config = _base_config(root, base)
     if pull.get('draft') and not config.check_drafts:
         raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
-    report = check_report(root, config, base, head, pull.get('title'), pull.get('body') or '')
+    report = check_report(Workspace(root, config), base, head, pull.get('title'), pull.get('body') or '')
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
 
 
@@ -222,7 +224,7 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = _connect(kind, event.repository, environ)
-    specs = load_specs(root)
+    specs = load_specs(root, config)
     try:
         command = commands.parse(text, specs, config)
     except commands.UsageError as error:
@@ -277,13 +279,13 @@ def _capability() -> str:
     return f'sm_{major}{minor}'
 
 
-def _bench_result(root: Path, args: dict, base: str) -> tuple[dict, str]:
+def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[dict, str]:
     """The paired bench record of a `/bench` command, and the command line that reproduces it (rounds aside)."""
     argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
     record = bench_command.measure(bench_command.arguments([*argv, '--base', base, '--rounds', str(args['rounds'])]),
-                                   root)
+                                   workspace)
     return record, ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
@@ -292,8 +294,9 @@ def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
         targets = list(args['tests'])
         selection = None
     else:
-        selection = select(root, config, git.changed_paths(root, base, 'HEAD'))
-        targets, _ = test_targets(selection, config, root)
+        workspace = Workspace(root, config)
+        selection = select_change(workspace, git.changeset(root, base, 'HEAD', max_bytes=config.max_file_bytes))
+        targets, _ = test_targets(selection, workspace)
     device = device_label()
     files = execute(targets, root, 1, 3600.0, 'off', interpret=False,
                     pytest_args=('-k', args['k']) if args['k'] else ())
@@ -312,7 +315,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         raise MrbotError(f"MRBOT_RUNNER={runner}: unknown runner class; expected one of {', '.join(config.runners)}")
     try:
         command = commands.from_json(environ['MRBOT_COMMAND'], json.loads(environ['MRBOT_ARGS']), runner,
-                                     load_specs(root), config)
+                                     load_specs(root, config), config)
         pr = int(environ['MRBOT_PR'])
     except (ValueError, commands.UsageError) as error:
         raise MrbotError(f'MRBOT_COMMAND/MRBOT_ARGS/MRBOT_PR: not an authorized command ({error})') from None
@@ -337,7 +340,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
                                                  else config.target_branches)
         if command.kind == 'bench':
-            result['bench'], result['bench_command'] = _bench_result(root, command.args, base)
+            result['bench'], result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
         else:
             result['tests'] = _test_result(root, config, command.args, base)
     except MrbotError as error:
@@ -492,7 +495,7 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     config = _base_config(root, base)
     line = environ.get('MRBOT_COMMAND', '')
     if not line:
-        report = check_report(root, config, base, sha,
+        report = check_report(Workspace(root, config), base, sha,
                               environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
@@ -501,7 +504,7 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
         raise MrbotError('MRBOT_COMMAND needs MRBOT_COMMAND_AUTHOR (who asked) and MRBOT_RUNNER (this job\'s class, one '
                          f"of {', '.join(config.runners)})")
     try:
-        command = commands.parse(line, load_specs(root), config)
+        command = commands.parse(line, load_specs(root, config), config)
     except commands.UsageError as error:
         forge.post_comment(number, _usage(user, error))
         return 0

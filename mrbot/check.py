@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.config import OFF, Config, load_config
+from mrbot.config import OFF, Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
 from mrbot.rules import Context, Rule, all_rules
+from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -39,10 +40,12 @@ def _suppressed(context: Context, finding: Finding) -> bool:
     return finding.rule in ids or finding.rule.split(':')[0] in ids
 
 
-def evaluate(change: ChangeSet, config: Config, rules: list[Rule], matrix: CompileMatrix | None = None) -> CheckReport:
-    """Run `rules` over `change` (and the compilation `matrix` of the kernels it reaches, when built): configured
-    severities applied, line-scoped findings kept on added lines only."""
-    context = Context(change, config, matrix)
+def evaluate(change: ChangeSet, workspace: Workspace, rules: list[Rule],
+             matrix: CompileMatrix | None = None) -> CheckReport:
+    """Run `rules` over `change` (and the compilation `matrix` of the kernels it reaches, when built) in `workspace`:
+    configured severities applied, line-scoped findings kept on added lines only."""
+    config = workspace.config
+    context = Context(change, workspace, matrix)
     findings, suppressed = [], []
     for rule in rules:
         for violation in rule.check(context):
@@ -111,9 +114,9 @@ def _apply_fixes(report: CheckReport, rules: list[Rule], config: Config) -> int:
     return len(fixed)
 
 
-def _checked(args: argparse.Namespace, root: Path, config: Config, rules: list[Rule]) -> CheckReport:
+def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) -> CheckReport:
     """The report on the change, with the compilation matrix of the kernels it reaches unless --no-compile."""
-    change = collect_change(args, root, config)
+    change = collect_change(args, workspace.root, workspace.config)
     matrix = None
     if args.head is not None:
         change = dataclasses.replace(change, notes=(*change.notes, 'kernels not compiled: mrbot compiles the working '
@@ -121,19 +124,19 @@ def _checked(args: argparse.Namespace, root: Path, config: Config, rules: list[R
     elif not args.no_compile:
         from mrbot.compile.command import compile_change
 
-        matrix = compile_change(root, config, [f.path for f in change.files])
-    return evaluate(change, config, rules, matrix)
+        matrix = compile_change(workspace, [f.path for f in change.files])
+    return evaluate(change, workspace, rules, matrix)
 
 
 def run(args: argparse.Namespace) -> int:
-    root = git.repo_root(Path.cwd())
-    config = load_config(root)
+    workspace = Workspace.load(git.repo_root(Path.cwd()))
     rules = all_rules()
     if args.fix and args.head:
         raise MrbotError('--fix rewrites the working tree, so it cannot be combined with --head')
-    report = _checked(args, root, config, rules)
-    if args.fix and _apply_fixes(report, rules, config):
-        report = _checked(args, root, config, rules)
+    report = _checked(args, workspace, rules)
+    # the fixes rewrite license headers, comments that leave the import graph as it was
+    if args.fix and _apply_fixes(report, rules, workspace.config):
+        report = _checked(args, workspace, rules)
     print(format_report(report, args.format, rules), end='')
     return 1 if report.has_errors else 0
 

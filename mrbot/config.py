@@ -23,8 +23,6 @@ else:
     import tomli as tomllib
 
 OFF = 'off'
-# Sub-tables of [tool.mrbot] that the stage owning them reads and checks itself.
-SECTIONS_READ_ELSEWHERE = ('bench',)
 DEFAULT_HEADER = ('# Copyright (c) 2026, the mrbot authors.', '# SPDX-License-Identifier: MIT')
 DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fix', 'KDA', 'Misc', 'Ops', 'Perf',
                 'Refactor', 'Simple GLA', 'Test', 'Utils')
@@ -100,6 +98,8 @@ class Config:
     data_files: dict[str, list[str]] = field(default_factory=dict)
     # pytest arguments run when a Python change selects no test; empty runs the full suite.
     smoke_tests: tuple[str, ...] = ()
+    # Test files selection never picks (matched folder by folder, `**` across), such as tests of packages CI lacks.
+    exclude_tests: tuple[str, ...] = ()
     # Rule id (or id prefix such as 'RUF') -> 'error', 'warning', 'note' or 'off'.
     rules: dict[str, str] = field(default_factory=dict)
     overrides: tuple[PathOverride, ...] = ()
@@ -124,6 +124,8 @@ class Config:
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
     # Seconds each test may run while `mrbot compile` captures its launches; by then it has made them.
     compile_test_seconds: int = 60
+    # [tool.mrbot.bench]: the benchmarkable ops, checked by mrbot.bench.specs, which owns their form.
+    bench: dict | None = None
 
     def severity(self, rule: str, path: str, default: str) -> str:
         """The severity of `rule` at `path` ('off' when disabled): the most specific setting wins, path overrides last."""
@@ -160,6 +162,10 @@ def _convert(name: str, value: Any, default: Any) -> Any:
     where = f'[tool.mrbot] {name.replace("_", "-")}'
     if name == 'rules':
         return _check_severities(where, value)
+    if name == 'bench':
+        if not isinstance(value, dict):
+            raise MrbotError(f'{where}: expected a table [tool.mrbot.bench], got {value!r}')
+        return value
     if name == 'data_files':
         if not (isinstance(value, dict) and all(isinstance(v, list) and all(isinstance(m, str) for m in v)
                                                 for v in value.values())):
@@ -227,8 +233,6 @@ def parse_config(text: str, where: str) -> Config:
     known = {f.name: f for f in fields(Config)}
     values = {}
     for key, value in table.items():
-        if key in SECTIONS_READ_ELSEWHERE:
-            continue
         name = key.replace('-', '_')
         if name not in known:
             names = ', '.join(sorted(k.replace('_', '-') for k in known))

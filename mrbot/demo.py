@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from mrbot import git, prepare
-from mrbot.config import load_config
 from mrbot.records import MrbotError
+from mrbot.workspace import Workspace
 
 SOURCE = Path(__file__).resolve().parents[1]
 CHANGE = SOURCE / 'examples' / 'demo-change.patch'
@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
               f'running mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
         parser = argparse.ArgumentParser()
         prepare.add_arguments(parser)
-        record = prepare.prepare(parser.parse_args(['--base', base]), clone)
-        print(prepare.render_body(record, clone, load_config(clone)), end='')
+        workspace = Workspace.load(clone)
+        record = prepare.prepare(parser.parse_args(['--base', base]), workspace, base)
+        print(prepare.render_body(record, clone, workspace.config), end='')
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     failed = [s['name'] for s in record['steps'] if s['status'] not in ('done', 'skipped', 'pending')]

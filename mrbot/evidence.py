@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from mrbot.testing import plural
 
-SCHEMA = 1
+SCHEMA = 2
 # Hardware classes whose numbers can back a performance claim (docs: sm_90 is the baseline, sm_100 preferred).
 EVIDENCE_CLASSES = ('sm_90 baseline', 'sm_100 preferred')
 
@@ -38,8 +38,9 @@ def conclusion(record: dict) -> dict:
     bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
     if not record.get('bench_ops'):
         if not any(f.get('code', True) for f in record['change']['files']):
-            return {'kind': 'neutral', 'text': 'neutral: no code changed (comments, docstrings and layout only)',
-                    'regressed': []}
+            return {'kind': 'neutral', 'regressed': [],
+                    'text': 'neutral: no code changed (prose, comments, docstrings, error messages, layout or local '
+                            'names only)'}
         return {'kind': 'neutral', 'text': "neutral: no benchmarked op's code changed (none declared in "
                                            '[tool.mrbot.bench] reaches a changed source file)', 'regressed': []}
     step = steps.get('bench', {})

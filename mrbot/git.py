@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from mrbot.config import state_dir
 from mrbot.records import ChangedFile, ChangeSet, Commit, Hunk, MrbotError
 
 # Settings that make git's output independent of the user's configuration.
@@ -67,6 +68,15 @@ def default_base(root: Path, targets: Iterable[str]) -> str:
         except MrbotError:
             continue
     raise MrbotError(f"no base: none of the target branches {', '.join(targets)} exists here; pass --base REF")
+
+
+def worktree(root: Path, sha: str) -> Path:
+    """A clean checkout of `sha` under .mrbot/worktrees/, made once and reused."""
+    path = state_dir(root, 'worktrees') / sha[:12]
+    if not (path / '.git').exists():
+        run_git(root, 'worktree', 'prune')
+        run_git(root, 'worktree', 'add', '--detach', '--force', str(path), sha)
+    return path
 
 
 def revisions(root: Path, base: str | None, head: str | None, targets: Iterable[str]) -> tuple[str, str | None]:

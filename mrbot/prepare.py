@@ -24,18 +24,19 @@ from pathlib import Path
 
 from mrbot import coverage, evidence, git
 from mrbot.bench import command as bench_command
-from mrbot.bench.specs import load_specs, touched_ops
+from mrbot.bench.specs import touched_ops
 from mrbot.check import evaluate
-from mrbot.config import Config, load_config, state_dir
+from mrbot.config import Config, state_dir
 from mrbot.coverage import read_observations
 from mrbot.evidence import Step
 from mrbot.records import ChangeSet, MrbotError, TestRun
 from mrbot.render import render
 from mrbot.rules import all_rules
-from mrbot.selection import dependency_chains, python_files, select
-from mrbot.signatures import breaking_changes
+from mrbot.selection import dependency_chains, select_change
+from mrbot.signatures import breaking_changes, exported, reached_ops
 from mrbot.summary import area, choose_title, line_counts, test_changes
 from mrbot.testing import device_label, execute, plural, shell_command, test_targets, xdist_args
+from mrbot.workspace import Workspace
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
@@ -45,7 +46,8 @@ PLUGIN = 'mrbot_coverage_plugin'
 FULL_BODY = '.mrbot/pr_body.md of `mrbot prepare` in the author\'s checkout'
 
 
-def _change_json(change: ChangeSet, config: Config, root: Path) -> dict:
+def _change_json(change: ChangeSet, workspace: Workspace) -> dict:
+    config, root = workspace.config, workspace.root
     files = []
     for file in change.files:
         added, removed = line_counts(file)
@@ -53,7 +55,7 @@ def _change_json(change: ChangeSet, config: Config, root: Path) -> dict:
                       'removed': removed, 'code': file.changes_code})
     sources = [f.path for f in change.files if config.is_source(f.path) and f.path.endswith('.py')]
     dependents = [f.path for f in change.files if f.path.endswith('.py') and not config.is_source(f.path)]
-    chains = dependency_chains(root, config, sources, dependents) if sources and dependents else {}
+    chains = dependency_chains(workspace.graph, sources, dependents) if sources and dependents else {}
     return {'base': change.base, 'head': change.head or 'WORKTREE', 'branch': git.current_branch(root),
             'title': change.title, 'title_source': change.title_source,
             'commits': [{'sha': c.sha, 'subject': c.subject} for c in change.commits], 'files': files,
@@ -99,11 +101,10 @@ class _Steps:
         return step
 
 
-def prepare(args: argparse.Namespace, root: Path) -> dict | None:
-    """Every step of `mrbot prepare` on the change from the base to the working tree; returns the Evidence record, or
-    None when there is no change."""
-    config = load_config(root)
-    base, _ = git.revisions(root, args.base, None, config.target_branches)
+def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict | None:
+    """Every step of `mrbot prepare` on the change from `base` to the working tree of `workspace`; returns the Evidence
+    record, or None when there is no change."""
+    root, config = workspace.root, workspace.config
     change = git.changeset(root, base, None, max_bytes=config.max_file_bytes)
     if not change.files:
         return None
@@ -114,10 +115,12 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
     device = device_label()
     on_gpu = device.startswith('compiled')
     record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec='seconds'), 'device': device, 'change': _change_json(change, config, root), 'check': None,
-        'selection': None, 'compile': None, 'tests': None, 'ops': [], 'bench_ops': [], 'coverage': [], 'bench': None,
+        timespec='seconds'), 'device': device, 'change': _change_json(change, workspace), 'check': None,
+        'selection': None, 'compile': None, 'tests': None, 'reached': [], 'ops': [], 'bench_ops': [], 'coverage': [],
+        'bench': None,
         'breaking': None}
-    found: dict = {'selection': None, 'test_run': None, 'callables': {}, 'matrix': None}
+    found: dict = {'selection': None, 'test_run': None, 'callables': {}, 'matrix': None,
+                   'public': exported(workspace.graph, change, config.public_roots)}
     pending_bench = ''
 
     def compile_kernels() -> Step:
@@ -126,7 +129,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
         from mrbot.compile.command import compile_change
         from mrbot.compile.matrix import evidence_of
 
-        found['matrix'] = matrix = compile_change(root, config, changed)
+        found['matrix'] = matrix = compile_change(workspace, changed)
         record['compile'] = evidence_of(matrix)
         if not matrix.reached:
             return Step('compile', 'skipped', detail='the change reaches no kernel')
@@ -138,7 +141,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
                            + (f"{len(failing)} fail or overrun shared memory" if failing else 'all compile and fit'))
 
     def check() -> Step:
-        report = evaluate(change, config, all_rules(), found['matrix'])
+        report = evaluate(change, workspace, all_rules(), found['matrix'])
         record['check'] = report.to_json()
         errors = sum(f.severity == 'error' for f in report.findings)
         return Step('check', 'failed' if errors else 'done',
@@ -146,25 +149,25 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
 
     def selection_and_ops() -> Step:
         nonlocal pending_bench
-        found['selection'] = selection = select(root, config, changed)
+        found['selection'] = selection = select_change(workspace, change)
         record['selection'] = selection.to_json()
-        specs = load_specs(root)
-        touched = touched_ops(root, specs, changed)
+        touched = touched_ops(workspace, changed)
+        record['reached'] = reached_ops(workspace.graph, found['public'], code_changed, config.source_roots)
         record['ops'] = [spec.name for spec in touched]
         # a change to an op's tests alone changes what they prove, not its speed, and a comment or docstring changes
         # neither: only changed code is timed
-        record['bench_ops'] = [spec.name for spec in touched_ops(root, specs, code_changed, gates=False)]
+        record['bench_ops'] = [spec.name for spec in touched_ops(workspace, code_changed, gates=False)]
         found['callables'] = {spec.name: spec.callable for spec in touched}
         pending_bench = f"mrbot bench --op {' '.join(record['bench_ops'])} --base {base[:12]}"
-        return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; touched ops: "
-                                             f"{', '.join(record['ops']) or 'none'}")
+        return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; ops reached: "
+                                             f"{', '.join(record['reached']) or 'none'}")
 
     def tests() -> Step:
         if args.no_tests:
             return Step('tests', 'skipped', detail='--no-tests', command=f'mrbot test --base {base[:12]}')
         if found['selection'] is None:
             return Step('tests', 'skipped', detail='no selection')
-        targets, smoke = test_targets(found['selection'], config, root)
+        targets, smoke = test_targets(found['selection'], workspace)
         if not targets:
             return Step('tests', 'skipped', detail='no test reaches the change')
         coverage_dir = state_dir(root, 'coverage')
@@ -187,7 +190,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
                     detail=f"{passed} passed, {failed} failed{crashes} in {plural(len(files), 'file')} ({device})")
 
     def breaking() -> Step:
-        changes = breaking_changes(change, config.public_roots, python_files(root))
+        changes = breaking_changes(change, found['public'], list(workspace.graph.index))
         record['breaking'] = [b.to_json() for b in changes]
         return Step('breaking', 'done', detail=f'{len(changes)} breaking changes' if changes else 'none')
 
@@ -204,7 +207,7 @@ def prepare(args: argparse.Namespace, root: Path) -> dict | None:
         if test_run is not None and not test_run.ok:
             return Step('bench', 'skipped', detail='the dependent tests failed', command=pending_bench)
         bench_args = bench_command.arguments(['--op', *ops, '--base', base, '--rounds', str(args.bench_rounds)])
-        record['bench'] = bench_command.measure(bench_args, root, list(test_run.files) if test_run else [])
+        record['bench'] = bench_command.measure(bench_args, workspace, list(test_run.files) if test_run else [])
         print(bench_command.format_table(record['bench']), end='', file=sys.stderr)
         return Step('bench', 'failed' if record['bench']['gate']['status'] == 'failed' else 'done',
                     command=pending_bench)
@@ -270,14 +273,23 @@ def _summary(record: dict, body_path: Path, evidence_path: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
-    config = load_config(root)
     if args.bench_rounds < 3:
         raise MrbotError(f'--bench-rounds must be at least 3 (a confidence interval needs them), got {args.bench_rounds}')
-    record = prepare(args, root)
+    if args.head and (args.open or args.update):
+        raise MrbotError('--open and --update publish the checked-out branch; --head names another revision')
+    workspace = Workspace.load(root)
+    base, head = git.revisions(root, args.base, args.head, workspace.config.target_branches)
+    if head is not None:
+        # a clean checkout of the revision, so that tests, compilation and the import graph see what it holds
+        workspace = Workspace.load(git.worktree(root, head))
+    record = prepare(args, workspace, base)
     if record is None:
-        print(f'mrbot prepare: nothing to prepare: the working tree does not differ from the base '
-              f'({args.base or " or ".join(config.target_branches)}); no PR body written')
+        print(f'mrbot prepare: nothing to prepare: {args.head or "the working tree"} does not differ from the base '
+              f'({args.base or " or ".join(workspace.config.target_branches)}); no PR body written')
         return 0
+    if head is not None:
+        record['change']['head'] = head
+    config = workspace.config
     body = render_body(record, root, config)
     folder = state_dir(root)
     evidence_path, body_path = folder / EVIDENCE_FILE, folder / BODY_FILE
@@ -297,6 +309,8 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
+    parser.add_argument('--head', help='prepare this revision, checked out in .mrbot/worktrees/ (default: the working '
+                                       'tree)')
     parser.add_argument('--title', help='the PR title (default: the first commit subject, tagged from the paths)')
     parser.add_argument('--no-tests', action='store_true', help='do not run the dependent tests')
     parser.add_argument('--no-compile', action='store_true',

@@ -26,8 +26,14 @@ class Hunk:
     new_lines: tuple[str, ...]
 
 
-def _code_tree(text: str) -> str | None:
-    """The syntax tree of `text` without docstrings (comments never reach it), or None when it does not parse."""
+# Files that document and never run.
+PROSE = ('.md', '.rst')
+
+
+def _code(text: str) -> ast.Module | None:
+    """The syntax tree of `text` without docstrings (comments never reach it), error messages, or the names of each
+    function's local variables (numbered in order of appearance), or None when it does not parse: what runs when
+    nothing fails, which none of those change."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -38,7 +44,108 @@ def _code_tree(text: str) -> str | None:
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+        # an error's message is prose: it runs only when something already failed
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            node.msg = ast.Constant('')
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            for text in ast.walk(node.exc):
+                if isinstance(text, ast.JoinedStr):
+                    text.values = []
+                elif isinstance(text, ast.Constant) and isinstance(text.value, str):
+                    text.value = ''
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    nested = {id(inner) for function in functions for inner in ast.walk(function) if inner is not function}
+    for function in functions:
+        if id(function) not in nested:
+            _number_locals(function)
+    return tree
+
+
+def _number_locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Rename the variables a function assigns (not its parameters, globals or nonlocals) to `.0`, `.1`, ... in order
+    of appearance; a function that defines a class or reaches its own namespace (`locals`, `eval`, `exec`, `vars`) is
+    left as written, since there a variable's name is visible."""
+    nodes = list(ast.walk(function))
+    if any(isinstance(node, ast.ClassDef) or isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+           and node.func.id in ('locals', 'eval', 'exec', 'vars') for node in nodes):
+        return
+    kept = {a.arg for node in nodes if isinstance(node, ast.arguments)
+            for a in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg] if a is not None}
+    kept |= {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    stored = [node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
+    numbers = {name: f'.{i}' for i, name in enumerate(dict.fromkeys(n for n in stored if n not in kept))}
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id in numbers:
+            node.id = numbers[node.id]
+
+
+def _bound(statement: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds, through `if`, `try`, `with` and `for` blocks."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split('.')[0] for alias in statement.names}
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        blocks = [statement.body, statement.orelse] if isinstance(statement, (ast.For, ast.AsyncFor)) else []
+        return names | {name for block in blocks for inner in block for name in _bound(inner)}
+    blocks = [getattr(statement, key, []) for key in ('body', 'orelse', 'finalbody')]
+    blocks += [handler.body for handler in getattr(statement, 'handlers', [])]
+    return {name for block in blocks if isinstance(block, list) for inner in block for name in _bound(inner)}
+
+
+def _definitions(tree: ast.Module) -> tuple[dict[str, list[str]], list[str], dict[str, set[str]]]:
+    """Each module-level name with the dumps of the statements binding it, the dumps of statements binding nothing,
+    and the names each name's statements read."""
+    binding: dict[str, list[str]] = {}
+    effects: list[str] = []
+    reads: dict[str, set[str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            # one import statement binds each of its names apart: adding a name to it alters that name only
+            source = f'{statement.level}:{statement.module}' if isinstance(statement, ast.ImportFrom) else ''
+            for alias in statement.names:
+                name = (alias.asname or alias.name).split('.')[0]
+                binding.setdefault(name, []).append(f'import {source} {alias.name} as {alias.asname}')
+            continue
+        names, dump = _bound(statement), ast.dump(statement)
+        if not names:
+            effects.append(dump)
+        used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        for name in names:
+            binding.setdefault(name, []).append(dump)
+            reads.setdefault(name, set()).update(used - {name})
+    return binding, effects, reads
+
+
+def _memoizer(decorator: ast.expr) -> bool:
+    """`@cache`, `@lru_cache`, `@lru_cache(...)` or `@functools.cache`: a decorator that registers nothing."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ''
+    return name in ('cache', 'lru_cache')
+
+
+def altered_names(base_text: str, text: str) -> frozenset[str] | None:
+    """The module-level names whose code or docstring differs between two versions of a Python file, with every name
+    whose code reads an altered one; None when the change is not confined to names (a statement that binds nothing,
+    such as a registration call, changed) or a version does not parse."""
+    # docstrings stay: `__doc__` is a value at run time, which a comment is not
+    try:
+        trees = ast.parse(base_text), ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    (old, old_effects, _), (new, new_effects, reads) = (_definitions(tree) for tree in trees)
+    if old_effects != new_effects:
+        return None
+    altered = {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
+    grown = True
+    while grown:
+        reached = {name for name, used in reads.items() if used & altered} - altered
+        altered |= reached
+        grown = bool(reached)
+    # statements reordered, nothing else: module-level order can matter, so the whole file counts
+    return frozenset(altered) if altered or old == new and ast.dump(trees[0]) == ast.dump(trees[1]) else None
 
 
 @dataclass(frozen=True)
@@ -58,12 +165,41 @@ class ChangedFile:
 
     @property
     def changes_code(self) -> bool:
-        """Whether the file's code differs from the base: False only for a modified Python file whose syntax trees,
-        without docstrings, are equal (the change touched comments, docstrings or layout)."""
+        """Whether the file's code differs from the base: False for prose (Markdown, reStructuredText) and for a modified
+        Python file whose syntax trees are equal without docstrings and error messages and up to renamed local
+        variables (the change touched comments, docstrings, messages, layout or the names of locals)."""
+        if self.path.endswith(PROSE):
+            return False
         if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
             return True
-        trees = [_code_tree(text) for text in (self.text, self.base_text)]
-        return None in trees or trees[0] != trees[1]
+        trees = [_code(text) for text in (self.text, self.base_text)]
+        return None in trees or ast.dump(trees[0]) != ast.dump(trees[1])
+
+    @cached_property
+    def altered_names(self) -> frozenset[str] | None:
+        """For a modified Python file, the module-level names the change alters (see `altered_names`); None when the
+        whole file counts: added, deleted, renamed, unread, or altered beyond its names."""
+        if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
+            return None
+        return altered_names(self.base_text, self.text)
+
+    @cached_property
+    def new_functions(self) -> frozenset[str]:
+        """Module-level functions of a modified Python file that its base did not have, undecorated or memoized only:
+        defining one runs nothing but the `def`."""
+        if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
+            return frozenset()
+        lines = self.text.splitlines()
+        # parsing costs more than reading the added lines, which hold any new module-level `def`
+        if not any(lines[n - 1].startswith(('def ', 'async def ')) for n in self.added_lines if n <= len(lines)):
+            return frozenset()
+        try:
+            base, head = ast.parse(self.base_text), ast.parse(self.text)
+        except (SyntaxError, ValueError):
+            return frozenset()
+        known = {name for statement in base.body for name in _bound(statement)}
+        return frozenset(node.name for node in head.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and all(_memoizer(d) for d in node.decorator_list) and node.name not in known)
 
 
 @dataclass(frozen=True)
@@ -92,6 +228,11 @@ class ChangeSet:
     body_source: str | None = None
     perf: bool = False
     notes: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> list[str]:
+        """Every path the change touches: both sides of a rename."""
+        return sorted({path for file in self.files for path in (file.path, file.old_path) if path})
 
     @cached_property
     def _by_path(self) -> dict[str, ChangedFile]:

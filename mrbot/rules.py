@@ -29,6 +29,7 @@ from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
+    from mrbot.workspace import Workspace
 
 # Line-scoped rules report only on added lines; file rules on any touched file; change rules on the PR itself.
 SCOPES = ('lines', 'file', 'change')
@@ -155,13 +156,17 @@ class SourceFile:
 
 @dataclass
 class Context:
-    """What rules see: the change, the configuration, the changed files parsed once, and the compilation matrix of the
-    kernels the change reaches when one was built."""
+    """What rules see: the change, the repository (its settings and import graph), the changed files parsed once, and
+    the compilation matrix of the kernels the change reaches when one was built."""
 
     change: ChangeSet
-    config: Config
+    workspace: Workspace
     compile_matrix: CompileMatrix | None = None
     _sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Config:
+        return self.workspace.config
 
     def sources(self, *patterns: str) -> Iterator[SourceFile]:
         """Changed files of the head with readable text whose path matches any pattern (default: Python files)."""

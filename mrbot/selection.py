@@ -22,15 +22,20 @@ import fnmatch
 import hashlib
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mrbot.config import Config, state_dir
 from mrbot.git import run_git
-from mrbot.records import MrbotError, SelectedTest, Selection
+from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection
 
-CACHE_VERSION = 3
+if TYPE_CHECKING:
+    from mrbot.workspace import Workspace
+
+CACHE_VERSION = 6
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -81,8 +86,8 @@ def parse_file(path: str, text: str) -> dict:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {'imports': [], 'dynamic': [], 'dispatch': [], 'kernels': [], 'dispatched': [], 'methods': [],
-                'error': True}
-    imports, dynamic, dispatch, kernels, dispatched, methods = [], [], [], [], [], []
+                'aliased': [], 'error': True}
+    imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and any(is_jit(d) for d in node.decorator_list):
             calls = sorted({_called(call) for call in ast.walk(node) if isinstance(call, ast.Call)} - {''})
@@ -94,6 +99,7 @@ def parse_file(path: str, text: str) -> dict:
             methods.extend(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         elif isinstance(node, ast.Import):
             imports.extend([alias.name, []] for alias in node.names)
+            aliased.extend(alias.name for alias in node.names if alias.asname)
         elif isinstance(node, ast.ImportFrom):
             imports.append([imported_module(_package(path), node), [alias.name for alias in node.names]])
         elif isinstance(node, ast.Call) and node.args:
@@ -108,7 +114,7 @@ def parse_file(path: str, text: str) -> dict:
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])
     return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch, 'kernels': kernels,
-            'runs_code': _runs_code(tree.body), 'dispatched': dispatched, 'methods': methods}
+            'runs_code': _runs_code(tree.body), 'dispatched': dispatched, 'methods': methods, 'aliased': aliased}
 
 
 def _runs_code(body: list[ast.stmt]) -> bool:
@@ -163,30 +169,68 @@ def load_index(root: Path) -> dict[str, dict]:
 
 @dataclass
 class Graph:
-    """What each file depends on; `label[(a, b)]` names what `a` imports from `b`.
+    """The repository's Python files (`index`, their parsed facts) and what each depends on; `label[(a, b)]` names
+    what `a` imports from `b`.
 
     An edge in `shallow` is a package `__init__.py` that importing runs on the way (`a/__init__.py` for `import a.b`,
     or the package a name was re-exported from): a change to that file reaches the importer, what the `__init__`
-    itself imports does not.
+    itself imports does not. `names[(a, b)]` are the only module-level names of `b` that `a` takes (by name, or
+    through re-exports); an edge without an entry takes the whole module (`import b`, a star or dynamic import).
     """
 
+    index: dict[str, dict] = field(default_factory=dict)
     depends: dict[str, set[str]] = field(default_factory=dict)
     label: dict[tuple[str, str], str] = field(default_factory=dict)
     # module name -> files importing it, including names no file defines (a deleted module's importers)
     importers: dict[str, set[str]] = field(default_factory=dict)
     shallow: set[tuple[str, str]] = field(default_factory=set)
+    names: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _whole: set[tuple[str, str]] = field(default_factory=set)
 
-    def add(self, source: str, target: str, label: str = '', shallow: bool = False) -> None:
+    def add(self, source: str, target: str, label: str = '', shallow: bool = False,
+            names: Iterable[str] | None = None) -> None:
         if target == source:
             return
+        edge = (source, target)
         known = target in self.depends.get(source, ())
         self.depends.setdefault(source, set()).add(target)
-        if label and (source, target) not in self.label:
-            self.label[(source, target)] = label
+        if label and edge not in self.label:
+            self.label[edge] = label
         if shallow and not known:
-            self.shallow.add((source, target))
+            self.shallow.add(edge)
         elif not shallow:
-            self.shallow.discard((source, target))
+            self.shallow.discard(edge)
+        if names is None:
+            self._whole.add(edge)
+            self.names.pop(edge, None)
+        elif edge not in self._whole:
+            self.names.setdefault(edge, set()).update(names)
+
+    @cached_property
+    def by_module(self) -> dict[str, str]:
+        return {module_name(path): path for path in self.index}
+
+    @cached_property
+    def dependents(self) -> dict[str, set[str]]:
+        """The reverse of `depends`: the files that depend on each file."""
+        reverse: dict[str, set[str]] = {}
+        for source, targets in self.depends.items():
+            for target in targets:
+                reverse.setdefault(target, set()).add(source)
+        return reverse
+
+
+def implementation(graph: Graph, path: str) -> set[str]:
+    """The files that code defined in `path` runs: `path` and what it imports, directly or not, except the package
+    `__init__.py` files that importing runs on the way."""
+    seen, stack = {path}, [path]
+    while stack:
+        source = stack.pop()
+        for target in graph.depends.get(source, ()):
+            if target not in seen and (source, target) not in graph.shallow:
+                seen.add(target)
+                stack.append(target)
+    return seen
 
 
 def definition_chain(index: dict[str, dict], by_module: dict[str, str], module: str, name: str) -> list[str]:
@@ -203,48 +247,53 @@ def definition_chain(index: dict[str, dict], by_module: dict[str, str], module: 
 
 
 def build_graph(index: dict[str, dict], config: Config) -> Graph:
-    by_module = {module_name(path): path for path in index}
-    graph = Graph()
+    graph = Graph(index)
+    by_module = graph.by_module
 
+    @cache
     def module_files(module: str) -> list[str]:
         """The file of `module` and the `__init__.py` of each package above it, as far as they exist."""
         parts = module.split('.')
         return [by_module[m] for m in ('.'.join(parts[:i]) for i in range(1, len(parts) + 1)) if m in by_module]
 
-    def on_the_way(path: str, file: str) -> None:
-        """A package `__init__` that importing runs: only its own changes matter, unless it runs code of its own."""
-        graph.add(path, file, shallow=not index[file].get('runs_code', True))
+    def on_the_way(path: str, file: str, names: Iterable[str] | None = ()) -> None:
+        """A package `__init__` that importing runs: only its own changes matter, unless it runs code of its own;
+        of its names, the importer takes `names`."""
+        graph.add(path, file, shallow=not index[file].get('runs_code', True), names=names)
 
-    def depend(path: str, module: str, label: str) -> None:
-        """`path` uses `module` itself: its file, and the packages above it that importing it runs on the way."""
+    def depend(path: str, module: str, label: str, names: Iterable[str] | None, holds_top: bool = False) -> None:
+        """`path` uses `module` itself (the `names` of it, None for all): its file, and the packages above it that
+        importing it runs on the way (all of each where the importer holds the top package, as `import a.b` does)."""
         target = by_module.get(module)
         for file in module_files(module):
             if file == target:
-                graph.add(path, file, label)
+                graph.add(path, file, label, names=names)
             else:
-                on_the_way(path, file)
+                on_the_way(path, file, None if holds_top else ())
 
     for path, facts in index.items():
         for module, names in facts['imports']:
             graph.importers.setdefault(module, set()).add(path)
             label = ','.join(names[:2]) + (',...' if len(names) > 2 else '')
             target = by_module.get(module)
-            if target is None or not target.endswith('__init__.py') or not names or '*' in names:
-                depend(path, module, label)
+            taken = None if not names or '*' in names else names
+            if target is None or not target.endswith('__init__.py') or taken is None:
+                # `import a.b` binds `a`, through which any name of the packages on the way can be reached
+                depend(path, module, label, taken, holds_top=not names and module not in facts.get('aliased', ()))
             else:
                 # a name from a package: the module that defines it, through the package's re-exports
                 for parent in module_files(module):
-                    on_the_way(path, parent)
+                    on_the_way(path, parent, names if parent == target else ())
                 for name in names:
                     submodule = f'{module}.{name}'
                     if submodule in by_module:
                         graph.importers.setdefault(submodule, set()).add(path)
-                        depend(path, submodule, name)
+                        depend(path, submodule, name, None)
                         continue
                     chain = definition_chain(index, by_module, module, name)
                     for file in chain[1:-1]:
-                        on_the_way(path, file)
-                    depend(path, module_name(chain[-1]), name)
+                        on_the_way(path, file, [name])
+                    depend(path, module_name(chain[-1]), name, [name])
         for dynamic in facts['dynamic']:
             if dynamic.endswith('.'):
                 for module, target in by_module.items():
@@ -272,20 +321,18 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
             for server in servers.get(function, ()):
                 graph.add(path, server, f'backend {function}')
     for test in test_files_of(index, config):
-        folder = Path(test).parent
-        while True:
-            conftest = (folder / 'conftest.py').as_posix().removeprefix('./')
+        folders = test.split('/')[:-1]
+        for depth in range(len(folders), -1, -1):
+            conftest = '/'.join([*folders[:depth], 'conftest.py'])
             if conftest in index:
                 graph.add(test, conftest, 'conftest')
-            if folder == Path('.') or folder == folder.parent:
-                break
-            folder = folder.parent
     return graph
 
 
 def is_test_file(path: str, config: Config) -> bool:
     name = path.rsplit('/', 1)[-1]
-    return config.is_test(path) and name.endswith('.py') and (name.startswith('test_') or name.endswith('_test.py'))
+    return (config.is_test(path) and name.endswith('.py') and (name.startswith('test_') or name.endswith('_test.py'))
+            and not _matches_segments(path, config.exclude_tests))
 
 
 def test_files_of(index: Iterable[str], config: Config) -> list[str]:
@@ -309,24 +356,22 @@ def _matches_segments(path: str, patterns: Iterable[str]) -> bool:
     return any(match(path.split('/'), pattern.split('/')) for pattern in patterns)
 
 
-def _reverse(graph: Graph) -> dict[str, set[str]]:
-    dependents: dict[str, set[str]] = {}
-    for source, targets in graph.depends.items():
-        for target in targets:
-            dependents.setdefault(target, set()).add(source)
-    return dependents
-
-
-def _chains(graph: Graph, dependents: dict[str, set[str]], seeds: dict[str, str],
-            tests: set[str]) -> dict[str, tuple[str, ...]]:
-    """Shortest chain from each reachable test to a seed; `seeds` maps each seed file to a note shown after it."""
+def _chains(graph: Graph, seeds: dict[str, str], tests: set[str],
+            altered: Mapping[str, frozenset[str]] | None = None) -> dict[str, tuple[str, ...]]:
+    """Shortest chain from each reachable test to a seed; `seeds` maps each seed file to a note shown after it, and
+    `altered` the seeds whose change is confined to some module-level names to those names: such a seed reaches only
+    the files that take one of them, or the whole module."""
+    altered = altered or {}
     parent: dict[str, str | None] = dict.fromkeys(seeds)
     queue = deque(seeds)
     while queue:
         node = queue.popleft()
-        for dependent in sorted(dependents.get(node, ())):
+        for dependent in sorted(graph.dependents.get(node, ())):
             # a package run on the way passes on a change to itself, not to what it imports
             if (dependent, node) in graph.shallow and parent[node] is not None:
+                continue
+            taken = graph.names.get((dependent, node))
+            if parent[node] is None and node in altered and taken is not None and not taken & altered[node]:
                 continue
             if dependent not in parent:
                 parent[dependent] = node
@@ -346,12 +391,15 @@ def _chains(graph: Graph, dependents: dict[str, set[str]], seeds: dict[str, str]
     return found
 
 
-def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
-    """The test files that depend on the changed paths (repository-relative), each with its reason chain."""
+def select(workspace: Workspace, changed: Iterable[str],
+           altered: Mapping[str, frozenset[str]] | None = None) -> Selection:
+    """The test files that depend on the changed paths (repository-relative), each with its reason chain; `altered`
+    confines the change of some paths to module-level names (`ChangeSet.altered_names`), whose importers of other
+    names it then does not reach."""
+    graph, config = workspace.graph, workspace.config
     changed = sorted(set(changed))
-    index = load_index(root)
-    graph = build_graph(index, config)
-    tests = set(test_files_of(index, config))
+    altered = altered or {}
+    tests = set(test_files_of(graph.index, config))
     full_reason = next((f'{path} (full suite: {kind})' for path in changed
                         for kind, matches in (('packaging or CI', _matches(path, config.full_suite_paths)),
                                               ('global path', _matches_segments(path, config.global_paths)))
@@ -359,35 +407,63 @@ def select(root: Path, config: Config, changed: Iterable[str]) -> Selection:
     if full_reason:
         return Selection(tuple(changed), tuple(SelectedTest(t, (full_reason,)) for t in sorted(tests)), full_suite=True)
 
-    seeds_of = {path: change_seeds(path, index, graph, config) for path in changed}
+    seeds_of = {path: change_seeds(path, graph, config) for path in changed}
     seeds = {seed: reason for path_seeds in seeds_of.values() for seed, reason in path_seeds.items()}
-    dependents = _reverse(graph)
-    chains = _chains(graph, dependents, seeds, tests)
+    chains = _chains(graph, seeds, tests, altered)
+    for path in altered:
+        if path.endswith('/__init__.py') and path in seeds_of and not _chains(graph, seeds_of[path], tests, altered):
+            # no test takes an altered name, yet every importer runs the `__init__`: the nearest one shows whether it
+            # still imports
+            reaching = _chains(graph, seeds_of[path], tests)
+            if reaching:
+                nearest = min(reaching, key=lambda test: (len(reaching[test]), test))
+                chains.setdefault(nearest, (*reaching[nearest][:-1], f'{reaching[nearest][-1]} (runs it on the way)'))
     selected = tuple(SelectedTest(test, chains[test]) for test in sorted(chains))
     unselected = tuple(path for path in changed if path.endswith('.py') and config.is_source(path)
-                       and not _chains(graph, dependents, seeds_of[path], tests))
+                       and not _chains(graph, seeds_of[path], tests, {} if path.endswith('/__init__.py') else altered))
     return Selection(tuple(changed), selected, unselected=unselected)
 
 
-def dependency_chains(root: Path, config: Config, sources: Iterable[str],
-                      targets: Iterable[str]) -> dict[str, tuple[str, ...]]:
+def select_change(workspace: Workspace, change: ChangeSet) -> Selection:
+    """`select` for the paths of `change`, a file confined to the module-level names its change alters where no other
+    name of it can notice the change (`confined_names`)."""
+    altered = {file.path: names for file in change.files if (names := confined_names(file)) is not None}
+    return select(workspace, change.paths, altered)
+
+
+def confined_names(file: ChangedFile) -> frozenset[str] | None:
+    """The names a file's change is confined to, for selection; None when the whole file counts.
+
+    A package `__init__.py` is run on the way by every importer of its package, so a new re-export would otherwise
+    select them all; a module that only gains new functions changes nothing its other names do until something calls
+    them. Any other change of a module counts whole, a change of its comments too, as upstream's selector assumes: a
+    module's names share its state, which a function may change for all of them.
+    """
+    if file.path.endswith('/__init__.py'):
+        return file.altered_names
+    # the cheap test first: most changes add no function, and comparing every definition costs more
+    if not file.new_functions:
+        return None
+    names = file.altered_names
+    return names if names and names <= file.new_functions else None
+
+
+def dependency_chains(graph: Graph, sources: Iterable[str], targets: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """For each of `targets` that imports one of `sources`, directly or not, its shortest chain back to that source."""
-    index = load_index(root)
-    graph = build_graph(index, config)
-    seeds = {source: '' for source in sources if source in index}
-    return _chains(graph, _reverse(graph), seeds, set(targets) - set(seeds))
+    seeds = {source: '' for source in sources if source in graph.index}
+    return _chains(graph, seeds, set(targets) - set(seeds))
 
 
-def change_seeds(path: str, index: dict[str, dict], graph: Graph, config: Config) -> dict[str, str]:
+def change_seeds(path: str, graph: Graph, config: Config) -> dict[str, str]:
     """The indexed files a changed path affects directly, each with a note on how (empty for the path itself)."""
-    seeds = {path: ''} if path in index else {}
-    if path not in index and path.endswith('.py'):
+    seeds = {path: ''} if path in graph.index else {}
+    if path not in graph.index and path.endswith('.py'):
         # deleted or not indexed: whatever imported it is affected
         for importer in graph.importers.get(module_name(path), ()):
             seeds[importer] = f' (imports {path})'
     for pattern, readers in config.data_files.items():
         if fnmatch.fnmatchcase(path, pattern):
-            seeds.update({reader: f' (reads {path})' for reader in readers if reader in index})
+            seeds.update({reader: f' (reads {path})' for reader in readers if reader in graph.index})
     return seeds
 
 

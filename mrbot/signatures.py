@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.records import ChangeSet
-from mrbot.selection import is_jit
+from mrbot.selection import Graph, definition_chain, implementation, is_jit, parse_file
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class Signature:
     keyword_only: tuple[str, ...]
     required: frozenset[str]
     var_keyword: bool
+    # keywords that `**kwargs` takes only to raise on them (`if 'head_first' in kwargs: raise ...`)
+    rejected: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,21 @@ def _signature(name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, skip_sel
         required.discard(positional[0])
         positional = positional[1:]
     return Signature(name, node.lineno, f'{name}({ast.unparse(args)})', tuple(positional),
-                     tuple(a.arg for a in args.kwonlyargs), frozenset(required), args.kwarg is not None)
+                     tuple(a.arg for a in args.kwonlyargs), frozenset(required), args.kwarg is not None,
+                     _rejected(node, args.kwarg.arg) if args.kwarg else frozenset())
+
+
+def _rejected(node: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> frozenset[str]:
+    """The keywords a function raises on when they arrive in its `**kwargs`: `if 'x' in kwargs: raise ...`."""
+    found = set()
+    for statement in ast.walk(node):
+        test = statement.test if isinstance(statement, ast.If) else None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In) \
+                and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str) \
+                and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id == kwargs \
+                and any(isinstance(inner, ast.Raise) for inner in statement.body):
+            found.add(test.left.value)
+    return frozenset(found)
 
 
 def _exported(tree: ast.Module) -> set[str] | None:
@@ -126,6 +142,9 @@ def _differences(old: Signature, new: Signature) -> list[str]:
     for name in sorted(new.required - old.required):
         known = name in old.positional or name in old.keyword_only
         changes.append(f'parameter `{name}` is now required' if known else f'new required parameter `{name}`')
+    for name in sorted(new.rejected - old.rejected):
+        if name in old.positional or name in old.keyword_only or old.var_keyword:
+            changes.append(f'now raises when `{name}` is passed')
     return changes
 
 
@@ -137,7 +156,7 @@ def _breaks(call: ast.Call, old: Signature, new: Signature | None) -> bool:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False
     given = {k.arg for k in call.keywords} | set(old.positional[:len(call.args)])
-    if not new.var_keyword and given - set(new.positional) - set(new.keyword_only):
+    if given & new.rejected or not new.var_keyword and given - set(new.positional) - set(new.keyword_only):
         return True
     if len(call.args) > len(new.positional) or new.required - given:
         return True
@@ -168,13 +187,35 @@ def _callers(root: Path, files: Iterable[str], old: Signature, new: Signature | 
     return tuple(found)
 
 
-def breaking_changes(change: ChangeSet, public_roots: Iterable[str], python_files: list[str]) -> list[BreakingChange]:
-    """Each public signature under `public_roots` that the change removed or made incompatible, with its callers."""
+def exported(graph: Graph, change: ChangeSet, public_roots: Iterable[str]) -> set[tuple[str, str]]:
+    """`(defining file, name)` of each name that a package `__init__.py` under `public_roots` re-exports or, for an
+    `__init__` the change edits, defines, now or at the base: the library's interface, of which `backends/` are no
+    part."""
     roots = tuple(f'{r.rstrip("/")}/' for r in public_roots)
+    packages = {path: list(facts['imports']) for path, facts in graph.index.items()
+                if path.endswith('/__init__.py') and path.startswith(roots) and '/backends/' not in path}
+    found = set()
+    for file in change.files:
+        if file.path in packages and file.base_text is not None:
+            packages[file.path] += parse_file(file.path, file.base_text)['imports']
+            # what a package defines in its own `__init__` is its interface too
+            found.update((file.path, name) for name in public_signatures(file.base_text))
+    for imports in packages.values():
+        for module, names in imports:
+            for name in names:
+                chain = definition_chain(graph.index, graph.by_module, module, name)
+                # a module the change deletes is no longer indexed: its path follows from its name
+                found.add((chain[-1] if chain else module.replace('.', '/') + '.py', name))
+    return found
+
+
+def breaking_changes(change: ChangeSet, public: set[tuple[str, str]], python_files: list[str]) -> list[BreakingChange]:
+    """Each public signature (one that `public` holds, see `exported`) that the change removed or made incompatible,
+    with its callers."""
     found = []
     for file in change.files:
         path = file.old_path or file.path
-        if not path.startswith(roots) or not path.endswith('.py') or file.base_text is None:
+        if not path.endswith('.py') or file.base_text is None:
             continue
         # private modules, and the references that tests compare against, are not the library's interface
         if any(part.startswith('_') and part != '__init__.py' for part in path.split('/')) or path.endswith('/naive.py'):
@@ -183,6 +224,8 @@ def breaking_changes(change: ChangeSet, public_roots: Iterable[str], python_file
         new_signatures = public_signatures(head_text or '')
         still_bound = _bound_by_import(head_text or '')
         for name, old in public_signatures(file.base_text).items():
+            if (path, name) not in public:
+                continue
             new = new_signatures.get(name)
             if new is None:
                 if name in still_bound:
@@ -196,3 +239,13 @@ def breaking_changes(change: ChangeSet, public_roots: Iterable[str], python_file
                                             _callers(change.root, python_files, old, new)))
     return found
 
+
+
+def reached_ops(graph: Graph, public: set[tuple[str, str]], changed: Iterable[str], source_roots: Iterable[str]) -> list[str]:
+    """The public ops (names of `public`, see `exported`, defined under `<source root>/ops/`) whose implementation
+    holds a changed file, whether a benchmark names them or not; Triton kernels are not ops."""
+    changed = set(changed)
+    folders = tuple(f'{root.rstrip("/")}/ops/' for root in source_roots)
+    kernels = {(path, name) for path, facts in graph.index.items() for name, _, _ in facts.get('kernels', ())}
+    return sorted({name for path, name in public if path.startswith(folders) and (path, name) not in kernels
+                   and path in graph.index and changed & implementation(graph, path)})

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot import git
-from mrbot.config import Config, load_config
 from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun
-from mrbot.selection import expand_paths, format_selection, python_files, select, test_files_of
+from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
+from mrbot.workspace import Workspace
 
 # The value of FLA_DISABLE_BACKEND_DISPATCH for each dispatch mode; None leaves the inherited environment alone.
 _DISPATCH = {'off': '1', 'on': '0', 'default': None}
@@ -362,19 +362,19 @@ def format_run(run: TestRun) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def _selection(args: argparse.Namespace, root: Path, config: Config) -> Selection:
+def _selection(args: argparse.Namespace, workspace: Workspace) -> Selection:
+    root, config = workspace.root, workspace.config
     if args.paths:
-        changed = expand_paths(root, Path.cwd(), args.paths)
-    else:
-        changed = git.changed_paths(root, *git.revisions(root, args.base, args.head, config.target_branches))
-    return select(root, config, changed)
+        return select(workspace, expand_paths(root, Path.cwd(), args.paths))
+    base, head = git.revisions(root, args.base, args.head, config.target_branches)
+    return select_change(workspace, git.changeset(root, base, head, max_bytes=config.max_file_bytes))
 
 
-def test_targets(selection: Selection, config: Config, root: Path) -> tuple[list[str], bool]:
+def test_targets(selection: Selection, workspace: Workspace) -> tuple[list[str], bool]:
     """What to run for a selection, and whether it is the smoke set: a changed source file that no test reaches runs
     the configured smoke tests (or every test file) rather than nothing."""
     if not selection.tests and selection.unselected:
-        return list(config.smoke_tests) or test_files_of(python_files(root), config), True
+        return list(workspace.config.smoke_tests) or test_files_of(workspace.graph.index, workspace.config), True
     return [t.test for t in selection.tests], False
 
 
@@ -410,13 +410,13 @@ def _print_progress(file_run: FileRun, done: int, total: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`mrbot test`: select the tests a change needs, then run them file by file, or only list them with --list."""
-    root = git.repo_root(Path.cwd())
-    config = load_config(root)
-    selection = _selection(args, root, config)
+    workspace = Workspace.load(git.repo_root(Path.cwd()))
+    root = workspace.root
+    selection = _selection(args, workspace)
     if args.list:
         print(format_selection(selection, args.format), end='')
         return 0
-    targets, smoke = test_targets(selection, config, root)
+    targets, smoke = test_targets(selection, workspace)
     if smoke:
         print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({len(targets)} targets)')
     if not targets:

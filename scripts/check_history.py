@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mrbot import git  # noqa: E402
 from mrbot.check import evaluate  # noqa: E402
-from mrbot.config import load_config  # noqa: E402
 from mrbot.records import ChangeSet, Finding  # noqa: E402
 from mrbot.rules import all_rules  # noqa: E402
+from mrbot.workspace import Workspace  # noqa: E402
 
 
 def introduced(change: ChangeSet, finding: Finding, scope: str) -> bool:
@@ -48,7 +48,8 @@ def main() -> int:
     parser.add_argument('--path', help='only commits that touch this path, e.g. fla/')
     args = parser.parse_args()
     root = git.repo_root(Path(args.repo).resolve())
-    config, rules = load_config(root), all_rules()
+    workspace, rules = Workspace.load(root), all_rules()
+    config = workspace.config
     scopes = {r.id: r.scope for r in rules}
     shas = subprocess.run(['git', 'rev-list', '--reverse', '--no-merges', 'HEAD', '--', args.path or '.'], cwd=root,
                           capture_output=True, text=True, check=True).stdout.split()
@@ -60,7 +61,7 @@ def main() -> int:
         if not parent:
             continue
         change = git.changeset(root, parent, sha, max_bytes=config.max_file_bytes)
-        report = evaluate(change, config, rules)
+        report = evaluate(change, workspace, rules)
         if any(finding.severity == 'error' for finding in report.findings):
             failing.append(sha[:10])
         for finding in report.findings:

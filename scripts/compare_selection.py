@@ -3,12 +3,14 @@
 """Compare `mrbot test --list` with upstream flash-linear-attention's own test selector, commit by commit.
 
 Usage: python scripts/compare_selection.py UPSTREAM_CHECKOUT [--commits 20] [--repeat 5] [--path fla/ops]
+                                          [--settings preset.toml]
 
 For each of the newest commits touching `--path` (default `fla/ops`), the checkout is moved to the commit, both
 selectors get the commit's changed files, and the script checks that ours selects every test upstream's does and
 never nothing. Both
 are timed as whole processes: upstream's `scripts/find_dependent_tests.py`, ours cold (index cache deleted first) and
-warm. The checkout is moved back to where it was at the end.
+warm. `--settings` appends a `[tool.mrbot]` table (what `mrbot init` writes) to the checkout's pyproject.toml at each
+commit, restored before the next. The checkout is moved back to where it was at the end.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ def main() -> int:
     parser.add_argument('--commits', type=int, default=20)
     parser.add_argument('--repeat', type=int, default=5)
     parser.add_argument('--path', default='fla/ops', help='only commits touching this path (default: fla/ops)')
+    parser.add_argument('--settings', type=Path, help='a [tool.mrbot] table to append to pyproject.toml at each commit')
     args = parser.parse_args()
+    settings = args.settings.read_text(encoding='utf-8') if args.settings else ''
     checkout = args.checkout.resolve()
     start_ref = _git(checkout, 'rev-parse', 'HEAD')
     shas = _git(checkout, 'log', '--format=%H', '--no-merges', '-n', str(args.commits), '--', args.path).split()
@@ -68,6 +72,9 @@ def main() -> int:
         for sha in shas:
             _git(checkout, 'checkout', '-q', sha)
             changed = _git(checkout, 'diff', '--name-only', f'{sha}^', sha).split()
+            if settings:
+                with (checkout / 'pyproject.toml').open('a', encoding='utf-8') as pyproject:
+                    pyproject.write('\n' + settings)
             upstream_times, ours_cold, ours_warm = [], [], []
             for _ in range(args.repeat):
                 elapsed, theirs = _upstream(checkout, changed)
@@ -85,7 +92,11 @@ def main() -> int:
                   f'{upstream_s:>10.3f} {cold_s:>11.3f} {warm_s:>11.3f} {upstream_s / warm_s:>12.1f}x', flush=True)
             if not ok:
                 print(f'  missing: {sorted(theirs - ours)}' if theirs - ours else '  ours is empty')
+            if settings:
+                _git(checkout, 'checkout', '-q', '--', 'pyproject.toml')
     finally:
+        if settings:
+            _git(checkout, 'checkout', '-q', '--', 'pyproject.toml')
         _git(checkout, 'checkout', '-q', start_ref)
     print(f'{len(shas)} commits; {len(shas) - failures} with ours a non-empty superset of upstream\'s; '
           f'median warm speed-up {statistics.median(speedups):.1f}x; median selection upstream '

@@ -11,8 +11,8 @@ import pytest
 
 from mrbot import git
 from mrbot.check import evaluate
-from mrbot.config import load_config
 from mrbot.rules import all_rules
+from mrbot.workspace import Workspace
 
 
 class Repo:
@@ -52,13 +52,12 @@ class Repo:
               body: str | None = None, perf: bool = False, matrix=None):
         """Run the named rules (all when none are named) over base..head (the working tree by default), with the
         compilation `matrix` when one is given."""
-        config = load_config(self.root)
         rules = [r for r in all_rules() if not rule_ids or r.id in rule_ids]
         assert not rule_ids or len(rules) == len(rule_ids), f'unknown rule among {rule_ids}'
         change = git.changeset(self.root, git.resolve(self.root, base), git.resolve(self.root, head) if head else None,
                                title, body, 'flag' if title is not None else None,
                                'flag' if body is not None else None, perf)
-        return evaluate(change, config, rules, matrix)
+        return evaluate(change, Workspace.load(self.root), rules, matrix)
 
 
 @pytest.fixture

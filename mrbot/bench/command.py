@@ -19,10 +19,11 @@ from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
-from mrbot.bench.specs import OpSpec, evaluate, format_specs, load_specs, touched_ops
-from mrbot.config import STATE, state_dir
+from mrbot.bench.specs import OpSpec, evaluate, format_specs, touched_ops
+from mrbot.config import STATE
 from mrbot.records import FileRun, MrbotError
 from mrbot.testing import device_label, execute, xdist_args
+from mrbot.workspace import Workspace
 
 DEFAULT_MIN_EFFECT = 0.02
 PLAUSIBLE_SPEEDUP = 3.0
@@ -51,7 +52,8 @@ def _rows(specs: list[OpSpec], modes: list[str], shape_names: list[str] | None) 
     return rows
 
 
-def _choose_ops(args: argparse.Namespace, root: Path, specs: list[OpSpec], base: str | None) -> list[OpSpec]:
+def _choose_ops(args: argparse.Namespace, workspace: Workspace, base: str | None) -> list[OpSpec]:
+    specs = workspace.specs
     if args.op:
         by_name = {s.name: s for s in specs}
         unknown = [name for name in args.op if name not in by_name]
@@ -61,21 +63,11 @@ def _choose_ops(args: argparse.Namespace, root: Path, specs: list[OpSpec], base:
     if args.from_diff:
         if base is None:
             raise MrbotError('--from-diff needs --base REF to know the change')
-        touched = touched_ops(root, specs, git.changed_paths(root, base, None), gates=False)
+        touched = touched_ops(workspace, git.changed_paths(workspace.root, base, None), gates=False)
         if not touched:
             raise MrbotError("--from-diff: the change touches no benchmarkable op's code; nothing to time")
         return touched
     return specs
-
-
-def _worktree(root: Path, sha: str) -> Path:
-    """A clean checkout of `sha` under .mrbot/worktrees/, made once and reused."""
-    path = root / STATE / 'worktrees' / sha[:12]
-    if not (path / '.git').exists():
-        git.run_git(root, 'worktree', 'prune')
-        state_dir(root, 'worktrees')
-        git.run_git(root, 'worktree', 'add', '--detach', '--force', str(path), sha)
-    return path
 
 
 def _gate(args: argparse.Namespace, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool,
@@ -198,17 +190,17 @@ def _summarise(side: Side, row: dict) -> dict:
             'timing': samples[0]['timing'] if samples else 'none', 'summary': stats.summary(ms) if ms else {}}
 
 
-def measure(args: argparse.Namespace, root: Path, earlier_tests: list[FileRun] = ()) -> dict:
+def measure(args: argparse.Namespace, workspace: Workspace, earlier_tests: list[FileRun] = ()) -> dict:
     """One bench run as its record (BenchRun, or a single-ref run without a base); `args` are `mrbot bench`'s.
 
     `earlier_tests` are test files this head already ran on this device (`mrbot prepare` runs the dependent tests
     before timing); the gate reuses them instead of running those files again.
     """
-    specs = load_specs(root)
-    if not specs:
+    root = workspace.root
+    if not workspace.specs:
         raise MrbotError('no benchmarkable ops: declare them in [tool.mrbot.bench.ops.<name>] of pyproject.toml')
     base_sha = git.resolve(root, args.base) if args.base else (git.resolve(root, 'HEAD') if args.aa else None)
-    ops = _choose_ops(args, root, specs, base_sha)
+    ops = _choose_ops(args, workspace, base_sha)
     rows = _rows(ops, args.modes, args.shapes)
     spec_of = {s.name: s for s in ops}
     device = device_label()
@@ -221,9 +213,9 @@ def measure(args: argparse.Namespace, root: Path, earlier_tests: list[FileRun] =
     head_sha = git.resolve(root, 'HEAD')
     dirty = bool(git.changed_paths(root, head_sha, None))
     if args.aa:
-        trees = [('base', _worktree(root, base_sha)), ('head', _worktree(root, base_sha))]
+        trees = [('base', git.worktree(root, base_sha)), ('head', git.worktree(root, base_sha))]
     elif base_sha:
-        trees = [('base', _worktree(root, base_sha)), ('head', root)]
+        trees = [('base', git.worktree(root, base_sha)), ('head', root)]
     else:
         trees = [('head', root)]
     sides: list[Side] = []
@@ -303,11 +295,11 @@ def measure(args: argparse.Namespace, root: Path, earlier_tests: list[FileRun] =
 
 
 def _bench(args: argparse.Namespace) -> int:
-    root = git.repo_root(Path.cwd())
+    workspace = Workspace.load(git.repo_root(Path.cwd()))
     if args.list:
-        print(format_specs(load_specs(root)), end='')
+        print(format_specs(workspace.specs), end='')
         return 0
-    record = measure(args, root)
+    record = measure(args, workspace)
     print(format_table(record), end='')
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=2) + '\n')

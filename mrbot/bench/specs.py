@@ -14,21 +14,18 @@ import ast
 import keyword
 import operator
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mrbot.config import load_config
+from mrbot.config import Config
 from mrbot.records import MrbotError
-from mrbot.selection import Graph, build_graph, change_seeds, definition_chain, load_index, module_name
+from mrbot.selection import Graph, change_seeds, definition_chain, implementation
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from mrbot.workspace import Workspace
 
 MODES = ('fwd', 'fwdbwd')
 DTYPES = ('bfloat16', 'float16', 'float32')
@@ -82,11 +79,11 @@ class OpSpec:
     flops: dict[str, str] = field(default_factory=dict)
 
 
-def load_specs(root: Path) -> list[OpSpec]:
-    """The benchmarkable ops of the repository at `root`, in declaration order; none when it declares none."""
-    bench = _bench_table(root)
-    if bench is not None:
-        return _config_specs(bench)
+def load_specs(root: Path, config: Config) -> list[OpSpec]:
+    """The benchmarkable ops of the repository at `root` with settings `config`, in declaration order; none when it
+    declares none."""
+    if config.bench is not None:
+        return _config_specs(config.bench)
     if (root / REGISTRY).is_file():
         return _registry_specs(root / REGISTRY)
     return []
@@ -152,7 +149,7 @@ def evaluate(expression: str, dims: dict[str, int]) -> float:
         raise MrbotError(f'expression {expression!r}: {exc} at {dims}') from None
 
 
-def touched_ops(root: Path, specs: list[OpSpec], changed: list[str], gates: bool = True) -> list[OpSpec]:
+def touched_ops(workspace: Workspace, changed: list[str], gates: bool = True) -> list[OpSpec]:
     """The ops a change of the `changed` paths (repository-relative) can alter, or, with `gates`, whose gate test it
     changes (which alters what their tests prove, but not their speed).
 
@@ -161,32 +158,20 @@ def touched_ops(root: Path, specs: list[OpSpec], changed: list[str], gates: bool
     `__init__.py` files that importing a submodule merely runs on the way: following those would make every op that
     imports anything under `fla.ops` depend on every op that upstream's `fla/ops/__init__.py` re-exports.
     """
-    if not specs or not changed:
+    if not workspace.specs or not changed:
         return []
-    config = load_config(root)
-    index = load_index(root)
-    graph = build_graph(index, config)
+    graph = workspace.graph
     # a deleted module affects its importers, a data file the modules configured to read it
-    affected = {seed for path in changed for seed in change_seeds(path, index, graph, config)}
-    by_module = {module_name(path): path for path in index}
-    return [spec for spec in specs if (gates and spec.gate in changed)
-            or affected & _implementation(graph, index, by_module, spec)]
+    affected = {seed for path in changed for seed in change_seeds(path, graph, workspace.config)}
+    return [spec for spec in workspace.specs if (gates and spec.gate in changed)
+            or affected & _implementation(graph, spec)]
 
 
-def _implementation(graph: Graph, index: dict[str, dict], by_module: dict[str, str], spec: OpSpec) -> set[str]:
+def _implementation(graph: Graph, spec: OpSpec) -> set[str]:
     """The files an op's timing depends on: its re-exports, its defining file, and what that file imports."""
     module, _, attribute = spec.callable.partition(':')
-    chain = definition_chain(index, by_module, module, attribute)
-    if not chain:
-        return set()
-    seen, stack = {*chain}, [chain[-1]]
-    while stack:
-        source = stack.pop()
-        for target in graph.depends.get(source, ()):
-            if target not in seen and (source, target) not in graph.shallow:
-                seen.add(target)
-                stack.append(target)
-    return seen
+    chain = definition_chain(graph.index, graph.by_module, module, attribute)
+    return set(chain) | implementation(graph, chain[-1]) if chain else set()
 
 
 def format_specs(specs: list[OpSpec]) -> str:
@@ -205,20 +190,6 @@ def format_specs(specs: list[OpSpec]) -> str:
             lines.append(f"  {'*' if default else ' '} {name:<{width}}  {sizes}")
     lines.append(f"{len(specs)} op{'s' if len(specs) != 1 else ''}; * marks the shapes timed by default")
     return '\n'.join(lines) + '\n'
-
-
-def _bench_table(root: Path) -> dict | None:
-    pyproject = root / 'pyproject.toml'
-    if not pyproject.is_file():
-        return None
-    try:
-        mrbot = tomllib.loads(pyproject.read_text(encoding='utf-8')).get('tool', {}).get('mrbot', {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise MrbotError(f'{pyproject}: not valid TOML ({exc})') from None
-    bench = mrbot.get('bench')
-    if bench is not None and not isinstance(bench, dict):
-        raise MrbotError(f'[tool.mrbot] bench: expected a table [tool.mrbot.bench], got {bench!r}')
-    return bench
 
 
 def _config_specs(bench: dict) -> list[OpSpec]:

@@ -17,29 +17,31 @@ from mrbot.compile.launches import Capture
 from mrbot.compile.matrix import DEPTHS, CompileMatrix, build_matrix, summarize
 from mrbot.compile.plan import plan_compile
 from mrbot.compile.targets import parse_targets
-from mrbot.config import Config, load_config
+from mrbot.config import Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
 from mrbot.rules import all_rules
 from mrbot.selection import expand_paths
+from mrbot.workspace import Workspace
 
 DEFAULT_TIMEOUT = 900.0
 
 
-def compile_change(root: Path, config: Config, changed: list[str] | None, targets: str | None = None,
+def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
                    quiet: bool = False) -> CompileMatrix:
     """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
+    config = workspace.config
     chosen = parse_targets(targets.split(','), '--targets') if targets else parse_targets(config.compile_targets,
                                                                                              'compile-targets')
     if depth not in (*DEPTHS, 'auto'):
         raise MrbotError(f"--depth: expected auto, {', '.join(DEPTHS)}; got {depth!r}")
     if jobs < 0 or timeout <= 0:
         raise MrbotError(f'--jobs must be 0 (all CPUs) or more and --timeout above 0, got {jobs} and {timeout:g}')
-    plan = plan_compile(root, config, changed)
+    plan = plan_compile(workspace, changed)
     if not plan.kernels:
         return CompileMatrix(chosen, (), Capture((), (), (), (), 0.0), triton.__version__, 0, 0.0)
 
@@ -47,7 +49,8 @@ def compile_change(root: Path, config: Config, changed: list[str] | None, target
         if not quiet:
             print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
 
-    return build_matrix(root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout, config.compile_test_seconds, say)
+    return build_matrix(workspace.root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout,
+                        config.compile_test_seconds, say)
 
 
 def compile_rules() -> list:
@@ -101,17 +104,17 @@ def _changed(args: argparse.Namespace, root: Path, config: Config) -> list[str] 
 
 
 def run(args: argparse.Namespace) -> int:
-    root = git.repo_root(Path.cwd())
-    config = load_config(root)
+    workspace = Workspace.load(git.repo_root(Path.cwd()))
+    root, config = workspace.root, workspace.config
     changed = _changed(args, root, config)
-    matrix = compile_change(root, config, changed, args.targets, args.depth, args.jobs, args.timeout)
+    matrix = compile_change(workspace, changed, args.targets, args.depth, args.jobs, args.timeout)
     if not matrix.reached:
         print('mrbot compile: no kernel is reached by the change; nothing to compile')
         return 0
     from mrbot.check import evaluate
 
     rules = compile_rules()
-    report = evaluate(ChangeSet(root, '', None, ()), config, rules, matrix)
+    report = evaluate(ChangeSet(root, '', None, ()), workspace, rules, matrix)
     if args.json:
         try:
             Path(args.json).write_text(json.dumps(matrix.to_json(), indent=1) + '\n', encoding='utf-8')

@@ -12,12 +12,12 @@ of the ops whose code it changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from mrbot.bench.specs import load_specs, touched_ops
+from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
 from mrbot.config import Config
-from mrbot.selection import dependency_chains, load_index, select, test_files_of
+from mrbot.selection import Graph, dependency_chains, select, test_files_of
+from mrbot.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -50,29 +50,28 @@ def kernels_of(index: dict[str, dict], config: Config) -> list[Kernel]:
             for name, line, _ in facts.get('kernels', ()) if name not in helpers]
 
 
-def plan_compile(root: Path, config: Config, changed: list[str] | None) -> CompilePlan:
+def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan:
     """What `mrbot compile` does for the `changed` paths (repository-relative), or for the whole repository (None)."""
-    index = load_index(root)
-    kernels = kernels_of(index, config)
-    specs = load_specs(root)
+    graph, config = workspace.graph, workspace.config
+    kernels = kernels_of(graph.index, config)
     if changed is None:
-        tests = _launching(root, config, kernels, test_files_of(index, config))
-        return CompilePlan(tuple(kernels), tests, tuple(bench_rows(specs)), whole=True)
-    selection = select(root, config, changed)
+        tests = _launching(graph, kernels, test_files_of(graph.index, config))
+        return CompilePlan(tuple(kernels), tests, tuple(bench_rows(workspace.specs)), whole=True)
+    selection = select(workspace, changed)
     if selection.full_suite:
         reached = {kernel.path for kernel in kernels}
     else:
         files = {kernel.path for kernel in kernels}
-        reached = (files & set(changed)) | set(dependency_chains(root, config, changed, files))
+        reached = (files & set(changed)) | set(dependency_chains(graph, changed, files))
     kernels = [kernel for kernel in kernels if kernel.path in reached]
     if not kernels:
         return CompilePlan((), (), (), whole=False)
-    rows = bench_rows(touched_ops(root, specs, changed, gates=False))
-    tests = _launching(root, config, kernels, [t.test for t in selection.tests])
+    rows = bench_rows(touched_ops(workspace, changed, gates=False))
+    tests = _launching(graph, kernels, [t.test for t in selection.tests])
     return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False)
 
 
-def _launching(root: Path, config: Config, kernels: list[Kernel], tests: list[str]) -> tuple[str, ...]:
+def _launching(graph: Graph, kernels: list[Kernel], tests: list[str]) -> tuple[str, ...]:
     """The test files that import a file of `kernels`, directly or not: the others cannot launch them."""
-    reaching = dependency_chains(root, config, {kernel.path for kernel in kernels}, tests)
+    reaching = dependency_chains(graph, {kernel.path for kernel in kernels}, tests)
     return tuple(test for test in tests if test in reaching)

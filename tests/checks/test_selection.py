@@ -18,3 +18,20 @@ def test_a_module_a_test_imports_is_fine(repo):
     repo.commit({'fla/__init__.py': HEADER, 'fla/used.py': HEADER, 'tests/test_used.py': HEADER + 'import fla.used\n'})
     repo.write({'fla/used.py': HEADER + 'x = 2\n'})
     assert repo.check('SEL001').findings == ()
+
+
+def test_a_function_added_that_no_test_uses_is_reported_by_name(repo):
+    used = HEADER + 'def old(x):\n    return x\n'
+    repo.commit({'fla/__init__.py': HEADER, 'fla/used.py': used, 'tests/test_used.py': HEADER + 'from fla.used import old\n'})
+    repo.write({'fla/used.py': used + '\n\ndef new(x):\n    return -x\n'})
+    assert [f.message for f in repo.check('SEL001').findings] == [
+        'no test uses what this change adds here (new), directly or through other modules']
+    repo.write({'tests/test_used.py': HEADER + 'from fla.used import new, old\n'})
+    assert repo.check('SEL001').findings == ()
+
+
+def test_a_re_export_no_test_takes_by_name_is_still_run_by_every_importer(repo):
+    repo.commit({'fla/__init__.py': HEADER, 'fla/ops.py': HEADER + 'def a(x):\n    return x\n\n\ndef b(x):\n    return x\n',
+                 'tests/test_a.py': HEADER + 'from fla import a\n'})
+    repo.write({'fla/__init__.py': HEADER + 'from fla.ops import b\n'})
+    assert repo.check('SEL001').findings == ()

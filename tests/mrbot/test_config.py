@@ -49,7 +49,7 @@ def test_header_with_a_year_placeholder_as_one_string(tmp_path):
 
 
 @pytest.mark.parametrize(('text', 'message'), [
-    ('[tool.mrbot]\ntitle-tag = ["Fix"]\n', r'^\[tool.mrbot\] title-tag: unknown setting; known: body-sections, '),
+    ('[tool.mrbot]\ntitle-tag = ["Fix"]\n', r'^\[tool.mrbot\] title-tag: unknown setting; known: bench, body-sections, '),
     ('[tool.mrbot.rules]\nTRI001 = "fatal"\n',
      r"^\[tool.mrbot\] rules.TRI001: expected one of error, warning, note, off; got 'fatal'"),
     ('[tool.mrbot]\nmax-file-bytes = -3\n', r'^\[tool.mrbot\] max-file-bytes: expected a positive integer, got -3'),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -91,8 +92,8 @@ def _base_files() -> dict[str, str]:
 @pytest.fixture
 def prepared(repo, monkeypatch, capsys):
     """Commit the base on main, then a change on a branch, and run `mrbot prepare`; returns (exit code, body, record)."""
-    def run(change: dict[str, str | None], subject: str, *argv: str):
-        repo.commit(_base_files(), '[Ops] Base')
+    def run(change: dict[str, str | None], subject: str, *argv: str, base: dict[str, str] | None = None):
+        repo.commit({**_base_files(), **(base or {})}, '[Ops] Base')
         repo.git('checkout', '-q', '-b', 'topic')
         repo.commit(change, subject)
         monkeypatch.chdir(repo.root)
@@ -190,7 +191,7 @@ def test_non_kernel_change_is_neutral(prepared):
     assert code == 0
     assert record['change']['title'] == '[Docs] Explain what pkg does'
     assert record['ops'] == [] and record['tests'] is None
-    assert "Neutral: no benchmarked op's code changed" in _section(body, 'Benchmark / NCU')
+    assert 'Neutral: no code changed' in _section(body, 'Benchmark / NCU')
     assert 'Coverage of the touched ops' not in body
     ticks = _ticks(body)
     assert ticks["No benchmarked op's code changed, so no benchmark is needed"]
@@ -203,7 +204,8 @@ def test_a_comment_and_docstring_change_is_no_code_change_and_asks_no_benchmark(
     code, body, record = prepared({'pkg/ops/scale/op.py': edited}, 'Fix a typo in the scale docstring')
     assert record['ops'] == ['scale'] and record['bench_ops'] == []
     assert record['change']['files'][0]['code'] is False
-    assert 'Neutral: no code changed (comments, docstrings and layout only)' in _section(body, 'Benchmark / NCU')
+    assert ('Neutral: no code changed (prose, comments, docstrings, error messages, layout or local names only)'
+            in _section(body, 'Benchmark / NCU'))
 
 
 def test_new_op_without_naive_reference_is_an_error(prepared):
@@ -276,3 +278,102 @@ def test_a_test_only_change_shows_coverage_but_times_nothing(prepared):
     assert '| final state | covered (1 test) |' in _section(body, 'Test plan')
     assert "Neutral: no benchmarked op's code changed" in _section(body, 'Benchmark / NCU')
     assert _ticks(body)["No benchmarked op's code changed, so no benchmark is needed"]
+
+
+QUICK = ('--no-tests', '--no-compile', '--no-bench')
+FUSED = HEADER + '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def fused_scale_kernel(x, o, D: tl.constexpr, BD: tl.constexpr):
+    o_d = tl.arange(0, BD)
+    tl.store(o + o_d, tl.load(x + o_d, mask=o_d < D, other=0) * 2, mask=o_d < D)
+
+
+def fused_scale(x, head_first=False):
+    return x * 2
+'''
+EXPORTS = HEADER + ('from pkg.ops.scale.fused import fused_scale\nfrom pkg.ops.scale.op import scale\n\n'
+                    '__all__ = ["fused_scale", "scale"]\n')
+
+
+def test_the_public_ops_a_kernel_change_reaches_are_named_benchmarked_or_not(prepared):
+    """upstream's b67113b: a mask added in `fused_recurrent_kda`'s kernel names `fused_recurrent_kda`, which no
+    benchmark declares."""
+    _, body, record = prepared({'pkg/ops/scale/fused.py': FUSED.replace('* 2, mask', '* 3, mask')},
+                               '[Scale] Triple in the fused kernel', *QUICK,
+                               base={'pkg/ops/scale/__init__.py': EXPORTS, 'pkg/ops/scale/fused.py': FUSED})
+    assert record['reached'] == ['fused_scale'] and record['bench_ops'] == []
+    assert 'public ops it reaches: `fused_scale`' in _section(body, 'Summary')
+
+
+def test_typos_in_prose_comments_messages_and_local_names_are_no_code_change(prepared):
+    """upstream's a1a6bb1: spelling fixed across documents, comments, docstrings, an assertion's message and a local
+    variable's name."""
+    typos = OP.replace('FACTOR_USE', 'factor').replace('    out = x', '    asert = x.dim() == 2\n    assert asert, "x must '
+                                                      'be a matirx"\n    # scael it\n    out = x')
+    fixed = typos.replace('asert', 'is_matrix').replace('matirx', 'matrix').replace('scael', 'scale').replace(
+        'Scale by a factor', 'Scale by one factor')
+    _, body, record = prepared({'pkg/ops/scale/op.py': fixed, 'README.md': '# pkg\n\nScales tensors.\n'},
+                               '[Docs] Fix typos', *QUICK, base={'pkg/ops/scale/op.py': typos})
+    assert [f['code'] for f in record['change']['files']] == [False, False]
+    assert record['reached'] == [] and record['bench_ops'] == []
+    assert 'Neutral: no code changed' in _section(body, 'Benchmark / NCU')
+
+
+def test_a_keyword_newly_rejected_is_a_breaking_change_of_public_ops_only(prepared):
+    """upstream's 81091cc: `head_first=False` replaced by a `**kwargs` that raises on it, in public ops, a kernel's
+    launcher behind a backend, and the naive reference; only the public op is a break."""
+    old = OP.replace('FACTOR_USE', 'factor').replace('output_final_state=False)', 'output_final_state=False, '
+                                                                               'head_first=False)')
+    new = OP.replace('FACTOR_USE', 'factor').replace('output_final_state=False)', 'output_final_state=False, '
+                                                                               '**kwargs)')
+    new = new.replace('    out = x', '    if \'head_first\' in kwargs:\n        raise DeprecationWarning("head_first has '
+                                  'been removed")\n    out = x')
+    backend = HEADER + 'def scale_npu(x, head_first=False):\n    return x\n'
+    naive = NAIVE.replace('output_final_state=False)', 'output_final_state=False, head_first=False)')
+    _, body, record = prepared(
+        {'pkg/ops/scale/op.py': new, 'pkg/ops/scale/backends/npu.py': backend.replace('head_first=False', '**kwargs'),
+         'pkg/ops/scale/naive.py': naive.replace('head_first=False', '**kwargs')},
+        '[Scale] Remove head_first', *QUICK,
+        base={'pkg/ops/scale/op.py': old, 'pkg/ops/scale/backends/__init__.py': HEADER + 'from .npu import scale_npu\n',
+              'pkg/ops/scale/backends/npu.py': backend, 'pkg/ops/scale/naive.py': naive})
+    assert [(b['name'], b['change']) for b in record['breaking']] == [('scale', 'now raises when `head_first` is passed')]
+    assert '`scale` in `pkg/ops/scale/op.py`: now raises when `head_first` is passed' in _section(body, 'Breaking changes')
+
+
+def test_an_optional_parameter_added_at_the_end_breaks_nothing(prepared):
+    """upstream's 033b19e: `chunk_indices=None` added to a public op."""
+    added = OP.replace('output_final_state=False)', 'output_final_state=False, chunk_indices=None)')
+    _, body, record = prepared({'pkg/ops/scale/op.py': added.replace('FACTOR_USE', 'factor')},
+                               '[Scale] Accept chunk indices', *QUICK)
+    assert record['breaking'] == []
+    assert 'None: no public signature' in _section(body, 'Breaking changes')
+
+
+def _count_calls(monkeypatch, module, name: str) -> list:
+    """Count the calls of `module.name`, wherever an mrbot module imported it."""
+    original, calls = getattr(module, name), []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    for loaded in [m for key, m in sys.modules.items() if key.startswith(('mrbot', 'checks'))]:
+        if getattr(loaded, name, None) is original:
+            monkeypatch.setattr(loaded, name, counted)
+    return calls
+
+
+def test_one_prepare_reads_the_settings_once_and_builds_the_import_graph_once(prepared, monkeypatch):
+    import mrbot.config
+    import mrbot.selection
+
+    settings = _count_calls(monkeypatch, mrbot.config, 'parse_config')
+    graphs = _count_calls(monkeypatch, mrbot.selection, 'build_graph')
+    # every step that reads the graph runs: selection, ops reached, compilation, the checks, breaking changes
+    code, _, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast',
+                               '--no-tests', '--no-bench')
+    assert [s['status'] for s in record['steps']] == ['done', 'skipped', 'done', 'skipped', 'done', 'skipped']
+    assert (len(settings), len(graphs)) == (1, 1)

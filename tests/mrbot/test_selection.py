@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from mrbot.config import load_config
+from mrbot import git
 from mrbot.records import MrbotError
-from mrbot.selection import CACHE_PATH, expand_paths, format_selection, select
+from mrbot.selection import CACHE_PATH, expand_paths, format_selection, select, select_change
+from mrbot.workspace import Workspace
 
 LIBRARY = {
     'fla/__init__.py': '',
@@ -54,11 +55,11 @@ def library(repo):
 
 
 def _tests(library, *changed):
-    return [t.test for t in select(library.root, load_config(library.root), changed).tests]
+    return [t.test for t in select(Workspace.load(library.root), changed).tests]
 
 
 def _because(library, changed, test):
-    selection = select(library.root, load_config(library.root), [changed])
+    selection = select(Workspace.load(library.root), [changed])
     return next(t.because for t in selection.tests if t.test == test)
 
 
@@ -95,14 +96,14 @@ def test_conftest_selects_every_test_below_its_folder(library):
 
 @pytest.mark.parametrize('changed', ['pyproject.toml', 'Makefile', '.ci/run', 'requirements-dev.txt'])
 def test_packaging_and_ci_select_the_full_suite(library, changed):
-    selection = select(library.root, load_config(library.root), [changed])
+    selection = select(Workspace.load(library.root), [changed])
     assert selection.full_suite and len(selection.tests) == 6
     assert selection.tests[0].because == (f'{changed} (full suite: packaging or CI)',)
 
 
 def test_configured_global_paths_select_the_full_suite(repo):
     repo.commit(LIBRARY)
-    selection = select(repo.root, load_config(repo.root), ['fla/utils.py'])
+    selection = select(Workspace.load(repo.root), ['fla/utils.py'])
     assert selection.full_suite and selection.tests[0].because == ('fla/utils.py (full suite: global path)',)
 
 
@@ -110,9 +111,9 @@ def test_global_paths_match_whole_segments(repo):
     repo.commit({**LIBRARY, 'fla/ops/common/__init__.py': '', 'fla/ops/common/launch.py': 'BLOCK = 64\n',
                  'fla/ops/common/backends/triton_ascend/chunk.py': 'BLOCK = 32\n',
                  'pyproject.toml': '[tool.mrbot]\nglobal-paths = ["fla/ops/common/*"]\n'})
-    config = load_config(repo.root)
-    assert select(repo.root, config, ['fla/ops/common/launch.py']).full_suite
-    ascend = select(repo.root, config, ['fla/ops/common/backends/triton_ascend/chunk.py'])
+    workspace = Workspace.load(repo.root)
+    assert select(workspace, ['fla/ops/common/launch.py']).full_suite
+    ascend = select(workspace, ['fla/ops/common/backends/triton_ascend/chunk.py'])
     assert not ascend.full_suite and ascend.unselected == ('fla/ops/common/backends/triton_ascend/chunk.py',)
 
 
@@ -129,6 +130,46 @@ def test_a_name_from_an_aggregator_links_a_test_to_its_definition_not_to_every_o
     assert _tests(repo, 'fla/ops/kda/chunk.py') == [all_, kda, star]
     # the aggregator itself runs for every test that imports anything under it
     assert _tests(repo, 'fla/ops/__init__.py') == [all_, gdn, kda, star, tuned]
+
+
+def _selected_by_change(repo, files: dict[str, str]) -> list[str]:
+    """The tests `mrbot test --list` picks for writing `files` over the committed tree."""
+    repo.write(files)
+    change = git.changeset(repo.root, git.resolve(repo.root, 'HEAD'), None)
+    return [t.test for t in select_change(Workspace.load(repo.root), change).tests]
+
+
+def test_an_aggregator_that_gains_a_re_export_selects_only_the_tests_of_that_name(repo):
+    repo.commit({**LIBRARY, **AGGREGATOR, 'pyproject.toml': DATA_CONFIG,
+                 'fla/ops/gdn/fused.py': 'def fused_gdn(x):\n    return x\n',
+                 'tests/ops/test_fused.py': 'from fla.ops import fused_gdn\n'})
+    aggregator = AGGREGATOR['fla/ops/__init__.py'] + 'from .gdn.fused import fused_gdn\n'
+    # importers of other names do not notice; a whole-package or star import does
+    assert _selected_by_change(repo, {'fla/ops/__init__.py': aggregator}) == [
+        'tests/ops/test_all.py', 'tests/ops/test_fused.py', 'tests/ops/test_star.py']
+
+
+def test_a_name_added_to_a_multi_name_import_alters_that_name_only(repo):
+    repo.commit({**LIBRARY, 'pyproject.toml': DATA_CONFIG, 'fla/ops/kda/extra.py': 'def extra(x):\n    return x\n',
+                 'fla/ops/kda/__init__.py': 'from .chunk import chunk_kda\n',
+                 'tests/ops/test_extra.py': 'from fla.ops.kda import extra\n'})
+    init = 'from .chunk import chunk_kda\nfrom .extra import extra\n'
+    assert _selected_by_change(repo, {'fla/ops/kda/__init__.py': init}) == ['tests/ops/test_extra.py']
+
+
+def test_a_module_that_only_gains_a_function_selects_no_test_of_its_other_names(library):
+    conv = LIBRARY['fla/modules/conv/kernels.py']
+    assert _selected_by_change(library, {'fla/modules/conv/kernels.py': conv + '\n\ndef conv2(x):\n    return x\n'}) == []
+    # an edit of an existing function is a change of the module: every test of any of its names may notice it
+    edited = conv.replace('return x', 'return x + 0')
+    assert _selected_by_change(library, {'fla/modules/conv/kernels.py': edited + '\n\ndef conv2(x):\n    return x\n'}) == [
+        'tests/modules/test_conv.py']
+
+
+def test_a_comment_in_a_module_still_selects_its_tests_as_upstream_does(library):
+    conv = LIBRARY['fla/modules/conv/kernels.py']
+    assert _selected_by_change(library, {'fla/modules/conv/kernels.py': '# the identity\n' + conv}) == [
+        'tests/modules/test_conv.py']
 
 
 def test_a_backend_method_named_like_another_ops_dispatched_function_selects_its_tests(repo):
@@ -157,7 +198,7 @@ def test_a_deleted_module_selects_its_importers(library):
 
 def test_a_source_change_no_test_reaches_is_reported(library):
     library.write({'fla/ops/orphan.py': 'x = 1\n'})
-    selection = select(library.root, load_config(library.root), ['fla/ops/orphan.py', 'docs/notes.md'])
+    selection = select(Workspace.load(library.root), ['fla/ops/orphan.py', 'docs/notes.md'])
     assert (selection.tests, selection.unselected) == ((), ('fla/ops/orphan.py',))
     assert format_selection(selection, 'text').splitlines() == [
         'no test reaches fla/ops/orphan.py', '0 test files selected for 2 changed files']
@@ -186,8 +227,7 @@ def test_directories_and_paths_relative_to_any_folder(library):
 
 
 def test_the_index_is_cached_by_content_and_ignored_by_git(library):
-    config = load_config(library.root)
-    select(library.root, config, ['fla/ops/kda/chunk.py'])
+    select(Workspace.load(library.root), ['fla/ops/kda/chunk.py'])
     cache = json.loads((library.root / CACHE_PATH).read_text())
     assert cache['files']['tests/ops/test_kda.py']['imports'] == [['fla.ops.kda', ['chunk_kda']]]
     assert library.git('status', '--porcelain') == ''
@@ -197,7 +237,7 @@ def test_the_index_is_cached_by_content_and_ignored_by_git(library):
 
 
 def test_json_lists_each_test_with_its_chain(library):
-    data = json.loads(format_selection(select(library.root, load_config(library.root), ['fla/ops/kda/chunk.py']), 'json'))
+    data = json.loads(format_selection(select(Workspace.load(library.root), ['fla/ops/kda/chunk.py']), 'json'))
     assert data == {'schema': 1, 'full_suite': False, 'changed': ['fla/ops/kda/chunk.py'], 'unselected': [],
                     'selected': [{'test': 'tests/ops/test_kda.py',
                                   'because': ['fla/ops/kda/chunk.py:chunk_kda']}]}
@@ -207,12 +247,19 @@ def test_selection_on_this_repository():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    config = load_config(root)
-    kernel = {t.test for t in select(root, config, ['fla/ops/simple_gla/chunk.py']).tests}
+    workspace = Workspace.load(root)
+    kernel = {t.test for t in select(workspace, ['fla/ops/simple_gla/chunk.py']).tests}
     assert 'tests/ops/test_simple_gla.py' in kernel
     # no bot test imports the library: `mrbot demo` runs its kernels in a clone, in other processes
     assert {t for t in kernel if t.startswith(('tests/mrbot/', 'tests/checks/'))} == set()
-    render = {t.test for t in select(root, config, ['mrbot/render.py']).tests}
+    render = {t.test for t in select(workspace, ['mrbot/render.py']).tests}
     assert render and not any(t.startswith('tests/ops/') for t in render)
-    everything = {t.test for t in select(root, config, ['tests/conftest.py']).tests}
+    everything = {t.test for t in select(workspace, ['tests/conftest.py']).tests}
     assert everything == {p.relative_to(root).as_posix() for p in (root / 'tests').rglob('test_*.py')}
+
+
+def test_excluded_tests_are_never_selected(repo):
+    repo.commit({**LIBRARY, 'tests/models/test_modeling_mamba.py': 'from fla.ops.kda import chunk_kda\n',
+                 'pyproject.toml': '[tool.mrbot]\nexclude-tests = ["tests/**/*mamba*"]\n'})
+    assert _tests(repo, 'fla/ops/kda/chunk.py') == ['tests/ops/test_kda.py']
+    assert 'tests/models/test_modeling_mamba.py' not in _tests(repo, 'pyproject.toml')

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from mrbot.bench.specs import InputSpec, OpSpec, evaluate, format_specs, load_specs, touched_ops
+from mrbot.config import load_config
 from mrbot.records import MrbotError
+from mrbot.workspace import Workspace
 
 UPSTREAM = Path('/work/upstream-fla')
 
@@ -60,7 +62,7 @@ callable = "pkg.mod:fn"
 
 def _specs(tmp_path: Path, pyproject: str) -> list[OpSpec]:
     (tmp_path / 'pyproject.toml').write_text(pyproject)
-    return load_specs(tmp_path)
+    return load_specs(tmp_path, load_config(tmp_path))
 
 
 def _op(keys: str = '', inputs: str = 'x = { shape = ["B", "T"] }', shapes: str = 'small = { B = 2, T = 8 }') -> str:
@@ -119,7 +121,7 @@ def test_every_key_of_an_op_and_an_input_is_read(tmp_path):
 
 
 def test_no_declaration_and_no_registry_means_no_ops(tmp_path):
-    assert load_specs(tmp_path) == []
+    assert load_specs(tmp_path, load_config(tmp_path)) == []
     assert _specs(tmp_path, '[tool.mrbot]\nsource-roots = ["fla"]\n') == []
     assert _specs(tmp_path, '[tool.mrbot.bench.ops]\n') == []
 
@@ -308,7 +310,7 @@ def test_the_registry_adapter_reads_upstreams_registrations_without_importing_th
     (tmp_path / 'benchmarks' / 'ops' / 'registry.py').write_text(REGISTRY)
     shape_configs = {'B4_T2048_H16_D128': {'B': 4, 'T': 2048, 'H': 16, 'D': 128},
                      'B8_T1024_H8_D64': {'B': 8, 'T': 1024, 'H': 8, 'D': 64}}
-    assert load_specs(tmp_path) == [
+    assert load_specs(tmp_path, load_config(tmp_path)) == [
         # registered again further down: the later registration wins, in the first one's place
         OpSpec(name='chunk_gla', callable='fla.ops.gla:chunk_gla_v2', source='fla-registry',
                gate='tests/ops/test_gla.py', shapes=shape_configs),
@@ -331,12 +333,12 @@ def test_a_registry_that_does_not_parse_is_an_error(tmp_path):
     (tmp_path / 'benchmarks' / 'ops').mkdir(parents=True)
     (tmp_path / 'benchmarks' / 'ops' / 'registry.py').write_text('register_op(OpConfig(name=\n')
     with pytest.raises(MrbotError, match=r'registry\.py: cannot read the op registry'):
-        load_specs(tmp_path)
+        load_specs(tmp_path, load_config(tmp_path))
 
 
 @pytest.mark.skipif(not (UPSTREAM / 'benchmarks' / 'ops' / 'registry.py').is_file(), reason='no upstream checkout')
 def test_the_registry_adapter_reads_upstream_flash_linear_attention():
-    specs = {s.name: s for s in load_specs(UPSTREAM)}
+    specs = {s.name: s for s in load_specs(UPSTREAM, load_config(UPSTREAM))}
     gla = specs['chunk_gla']
     assert (gla.callable, gla.source, gla.modes, gla.gate, gla.inputs) == (
         'fla.ops.gla:chunk_gla', 'fla-registry', ('fwd', 'fwdbwd'), 'tests/ops/test_gla.py', ())
@@ -397,6 +399,13 @@ SPECS = [
 ]
 
 
+def _workspace(repo, specs: list[OpSpec]) -> Workspace:
+    """The repository's workspace with `specs` as its benchmarkable ops."""
+    workspace = Workspace.load(repo.root)
+    workspace.specs = specs
+    return workspace
+
+
 @pytest.mark.parametrize(('changed', 'touched'), [
     # chunk_b imports a helper from a's chunk.py
     (['fla/ops/a/chunk.py'], ['chunk_a', 'chunk_b']),
@@ -419,24 +428,24 @@ SPECS = [
         'gate-of-external-op', 'ops-init', 'root-init', 'readme-and-unimported-file', 'no-change'])
 def test_an_op_is_touched_by_what_its_defining_file_imports_and_by_its_gate(repo, changed, touched):
     repo.commit(LIBRARY)
-    assert [s.name for s in touched_ops(repo.root, SPECS, changed)] == touched
+    assert [s.name for s in touched_ops(_workspace(repo, SPECS), changed)] == touched
 
 
 def test_a_deleted_module_touches_the_ops_that_imported_it(repo):
     repo.commit({**LIBRARY, 'fla/ops/b/extra.py': 'X = 1\n',
                  'fla/ops/b/chunk.py': 'from fla.ops.b.extra import X\n\n\ndef chunk_b(x):\n    return x\n'})
     repo.write({'fla/ops/b/extra.py': None})
-    assert [s.name for s in touched_ops(repo.root, SPECS, ['fla/ops/b/extra.py'])] == ['chunk_b']
+    assert [s.name for s in touched_ops(_workspace(repo, SPECS), ['fla/ops/b/extra.py'])] == ['chunk_b']
 
 
 def test_ops_declared_in_pyproject_are_touched_by_a_change_of_their_code(repo):
     repo.commit({**LIBRARY, 'pyproject.toml': _op().replace('pkg.mod:fn', 'fla.ops.a:chunk_a')})
-    specs = load_specs(repo.root)
-    assert [s.name for s in touched_ops(repo.root, specs, ['fla/ops/a/chunk.py'])] == ['op']
+    specs = load_specs(repo.root, load_config(repo.root))
+    assert [s.name for s in touched_ops(_workspace(repo, specs), ['fla/ops/a/chunk.py'])] == ['op']
 
 
 def test_a_change_to_an_ops_tests_alone_does_not_touch_its_code(repo):
     repo.commit(LIBRARY)
-    assert [s.name for s in touched_ops(repo.root, SPECS, ['tests/ops/test_a.py'], gates=False)] == []
-    assert [s.name for s in touched_ops(repo.root, SPECS, ['tests/ops/test_a.py', 'fla/ops/a/fused.py'], gates=False)] == [
-        'fused_a']
+    assert [s.name for s in touched_ops(_workspace(repo, SPECS), ['tests/ops/test_a.py'], gates=False)] == []
+    changed = ['tests/ops/test_a.py', 'fla/ops/a/fused.py']
+    assert [s.name for s in touched_ops(_workspace(repo, SPECS), changed, gates=False)] == ['fused_a']
