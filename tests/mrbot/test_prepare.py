@@ -377,3 +377,20 @@ def test_one_prepare_reads_the_settings_once_and_builds_the_import_graph_once(pr
                                '--no-tests', '--no-bench')
     assert [s['status'] for s in record['steps']] == ['done', 'skipped', 'done', 'skipped', 'done', 'skipped']
     assert (len(settings), len(graphs)) == (1, 1)
+
+
+def test_head_prepares_a_commit_whatever_the_working_tree_holds(repo, monkeypatch, capsys):
+    repo.commit(_base_files(), '[Ops] Base')
+    base = repo.git('rev-parse', 'HEAD')
+    head = repo.commit({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast the factor')
+    # uncommitted work the commit does not hold
+    repo.write({'README.md': '# pkg\n\nwork in progress\n', 'pkg/extra.py': HEADER})
+    monkeypatch.chdir(repo.root)
+    assert main(['prepare', '--base', base, '--head', head, *QUICK]) == 0
+    record = json.loads((repo.root / '.mrbot' / 'evidence.json').read_text())
+    assert record['change']['head'] == head
+    assert [f['path'] for f in record['change']['files']] == ['pkg/ops/scale/op.py']
+    assert record['reached'] == ['scale']
+    assert main(['prepare', '--base', base, '--head', head, '--open']) == 2
+    assert capsys.readouterr().err.strip().endswith('--open and --update publish the checked-out branch; --head names '
+                                                    'another revision')
