@@ -29,7 +29,7 @@ def unreached_change(context: Context) -> Iterator[Violation]:
     selection = select_change(context.workspace, context.change)
     for path in selection.unselected:
         file = context.change.file(path)
-        added = confined_names(file) if file is not None else None
+        added = confined_names(file, context.workspace.graph) if file is not None else None
         if added:
             yield Violation(path, 0, f"no test uses what this change adds here ({', '.join(sorted(added))}), directly "
                                      'or through other modules')

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import fnmatch
 import importlib.util
 import json
 import os
@@ -29,7 +30,7 @@ from mrbot.check import evaluate
 from mrbot.config import Config, state_dir
 from mrbot.coverage import read_observations
 from mrbot.evidence import Step
-from mrbot.records import ChangeSet, MrbotError, TestRun
+from mrbot.records import ChangedFile, ChangeSet, MrbotError, TestRun
 from mrbot.render import render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
@@ -46,13 +47,19 @@ PLUGIN = 'mrbot_coverage_plugin'
 FULL_BODY = '.mrbot/pr_body.md of `mrbot prepare` in the author\'s checkout'
 
 
+def _changes_code(file: ChangedFile, config: Config) -> bool:
+    """Whether a changed file can change what the code does: its code changed, or code reads it (a prose file
+    configured in `data-files` is data)."""
+    return file.changes_code or any(fnmatch.fnmatchcase(file.path, pattern) for pattern in config.data_files)
+
+
 def _change_json(change: ChangeSet, workspace: Workspace) -> dict:
     config, root = workspace.config, workspace.root
     files = []
     for file in change.files:
         added, removed = line_counts(file)
         files.append({'path': file.path, 'status': file.status, 'area': area(file.path), 'added': added,
-                      'removed': removed, 'code': file.changes_code})
+                      'removed': removed, 'code': _changes_code(file, config)})
     sources = [f.path for f in change.files if config.is_source(f.path) and f.path.endswith('.py')]
     dependents = [f.path for f in change.files if f.path.endswith('.py') and not config.is_source(f.path)]
     chains = dependency_chains(workspace.graph, sources, dependents) if sources and dependents else {}
@@ -111,7 +118,7 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
     title, title_source = choose_title(change, config, args.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
     changed = [f.path for f in change.files]
-    code_changed = [f.path for f in change.files if f.changes_code]
+    code_changed = [f.path for f in change.files if _changes_code(f, config)]
     device = device_label()
     on_gpu = device.startswith('compiled')
     record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(

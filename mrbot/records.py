@@ -47,12 +47,9 @@ def _code(text: str) -> ast.Module | None:
         # an error's message is prose: it runs only when something already failed
         if isinstance(node, ast.Assert) and node.msg is not None:
             node.msg = ast.Constant('')
-        if isinstance(node, ast.Raise) and node.exc is not None:
-            for text in ast.walk(node.exc):
-                if isinstance(text, ast.JoinedStr):
-                    text.values = []
-                elif isinstance(text, ast.Constant) and isinstance(text.value, str):
-                    text.value = ''
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func,
+                                                                                         (ast.Name, ast.Attribute)):
+            node.exc.args = [_without_text(argument) for argument in node.exc.args]
     functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     nested = {id(inner) for function in functions for inner in ast.walk(function) if inner is not function}
     for function in functions:
@@ -61,16 +58,36 @@ def _code(text: str) -> ast.Module | None:
     return tree
 
 
+def _without_text(argument: ast.expr) -> ast.expr:
+    """An exception's message argument with its literal text blanked: a string, or an f-string that only formats
+    names and attributes (one that calls something still counts as code)."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return ast.Constant('')
+    if isinstance(argument, ast.JoinedStr) and all(
+            isinstance(part, ast.Constant) or isinstance(part, ast.FormattedValue)
+            and all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(part.value))
+            for part in argument.values):
+        return ast.JoinedStr([part for part in argument.values if isinstance(part, ast.FormattedValue)])
+    return argument
+
+
+# Nodes that open a scope of their own inside a function.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp)
+
+
 def _number_locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    """Rename the variables a function assigns (not its parameters, globals or nonlocals) to `.0`, `.1`, ... in order
-    of appearance; a function that defines a class or reaches its own namespace (`locals`, `eval`, `exec`, `vars`) is
-    left as written, since there a variable's name is visible."""
-    nodes = list(ast.walk(function))
-    if any(isinstance(node, ast.ClassDef) or isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-           and node.func.id in ('locals', 'eval', 'exec', 'vars') for node in nodes):
+    """Rename the variables a function's body assigns (not its parameters, globals or nonlocals) to `.0`, `.1`, ... in
+    order of appearance; a function with a scope inside it (a function, class, lambda or comprehension, where the same
+    name may mean another variable) or that reaches its own namespace (`locals`, `eval`, `exec`, `vars`, `dir`) is
+    left as written."""
+    nodes = [node for statement in function.body for node in ast.walk(statement)]
+    if any(isinstance(node, _SCOPES) or isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+           and node.func.id in ('locals', 'eval', 'exec', 'vars', 'dir') for node in nodes):
         return
-    kept = {a.arg for node in nodes if isinstance(node, ast.arguments)
-            for a in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg] if a is not None}
+    arguments = function.args
+    kept = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg,
+                            arguments.kwarg] if a is not None}
     kept |= {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
     stored = [node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
     numbers = {name: f'.{i}' for i, name in enumerate(dict.fromkeys(n for n in stored if n not in kept))}
@@ -95,13 +112,39 @@ def _bound(statement: ast.stmt) -> set[str]:
     return {name for block in blocks if isinstance(block, list) for inner in block for name in _bound(inner)}
 
 
+def _only_binds(statement: ast.stmt) -> bool:
+    """Whether a top-level statement does nothing at import time but bind names: a definition, a named import, an
+    assignment to names, or `if`/`try` blocks of those. Assigning to an attribute or an item (`os.environ[...]`), a
+    star import, a loop or a call changes what others see, so it is the whole module's change."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
+        return True
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return all(alias.name != '*' for alias in statement.names)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store, ast.Load))
+                   for t in targets for n in ast.walk(t))
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Constant)
+    if isinstance(statement, (ast.If, ast.Try)):
+        blocks = [statement.body, statement.orelse, getattr(statement, 'finalbody', [])]
+        blocks += [handler.body for handler in getattr(statement, 'handlers', [])]
+        return all(_only_binds(inner) for block in blocks for inner in block)
+    return False
+
+
 def _definitions(tree: ast.Module) -> tuple[dict[str, list[str]], list[str], dict[str, set[str]]]:
-    """Each module-level name with the dumps of the statements binding it, the dumps of statements binding nothing,
-    and the names each name's statements read."""
+    """Each module-level name with the dumps of the statements binding it, the dumps of the statements that do more
+    (see `_only_binds`), and the names each name's statements read (under `''`, what those other statements read)."""
     binding: dict[str, list[str]] = {}
     effects: list[str] = []
     reads: dict[str, set[str]] = {}
     for statement in tree.body:
+        if not _only_binds(statement):
+            effects.append(ast.dump(statement))
+            # what runs at import time reads these, so a change to one of them acts on every importer
+            reads.setdefault('', set()).update(n.id for n in ast.walk(statement) if isinstance(n, ast.Name))
+            continue
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             # one import statement binds each of its names apart: adding a name to it alters that name only
             source = f'{statement.level}:{statement.module}' if isinstance(statement, ast.ImportFrom) else ''
@@ -120,10 +163,21 @@ def _definitions(tree: ast.Module) -> tuple[dict[str, list[str]], list[str], dic
 
 
 def _memoizer(decorator: ast.expr) -> bool:
-    """`@cache`, `@lru_cache`, `@lru_cache(...)` or `@functools.cache`: a decorator that registers nothing."""
+    """`@cache`, `@lru_cache`, `@lru_cache(maxsize=...)` with constant arguments, or `@functools.cache`: a decorator
+    that registers nothing."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ''
-    return name in ('cache', 'lru_cache')
+    arguments = [*decorator.args, *(k.value for k in decorator.keywords)] if isinstance(decorator, ast.Call) else []
+    return name in ('cache', 'lru_cache') and all(isinstance(a, ast.Constant) for a in arguments)
+
+
+def _inert_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether defining the function runs nothing: memoizing decorators only, and no call in its defaults or
+    annotations, which `def` evaluates."""
+    evaluated = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None), node.returns,
+                 *(a.annotation for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs])]
+    return all(_memoizer(d) for d in node.decorator_list) and not any(
+        isinstance(inner, (ast.Call, ast.NamedExpr)) for part in evaluated if part is not None for inner in ast.walk(part))
 
 
 def altered_names(base_text: str, text: str) -> frozenset[str] | None:
@@ -139,11 +193,16 @@ def altered_names(base_text: str, text: str) -> frozenset[str] | None:
     if old_effects != new_effects:
         return None
     altered = {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
+    # a module's `__getattr__` answers for every name it does not bind
+    if '__getattr__' in altered:
+        return None
     grown = True
     while grown:
         reached = {name for name, used in reads.items() if used & altered} - altered
         altered |= reached
         grown = bool(reached)
+    if '' in altered:
+        return None
     # statements reordered, nothing else: module-level order can matter, so the whole file counts
     return frozenset(altered) if altered or old == new and ast.dump(trees[0]) == ast.dump(trees[1]) else None
 
@@ -199,7 +258,7 @@ class ChangedFile:
             return frozenset()
         known = {name for statement in base.body for name in _bound(statement)}
         return frozenset(node.name for node in head.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                         and all(_memoizer(d) for d in node.decorator_list) and node.name not in known)
+                         and _inert_def(node) and node.name not in known)
 
 
 @dataclass(frozen=True)

@@ -427,11 +427,12 @@ def select(workspace: Workspace, changed: Iterable[str],
 def select_change(workspace: Workspace, change: ChangeSet) -> Selection:
     """`select` for the paths of `change`, a file confined to the module-level names its change alters where no other
     name of it can notice the change (`confined_names`)."""
-    altered = {file.path: names for file in change.files if (names := confined_names(file)) is not None}
+    altered = {file.path: names for file in change.files
+               if (names := confined_names(file, workspace.graph)) is not None}
     return select(workspace, change.paths, altered)
 
 
-def confined_names(file: ChangedFile) -> frozenset[str] | None:
+def confined_names(file: ChangedFile, graph: Graph) -> frozenset[str] | None:
     """The names a file's change is confined to, for selection; None when the whole file counts.
 
     A package `__init__.py` is run on the way by every importer of its package, so a new re-export would otherwise
@@ -440,12 +441,26 @@ def confined_names(file: ChangedFile) -> frozenset[str] | None:
     module's names share its state, which a function may change for all of them.
     """
     if file.path.endswith('/__init__.py'):
-        return file.altered_names
+        names = file.altered_names
+        return names if names is not None and not _imports_code(file, names, graph) else None
     # the cheap test first: most changes add no function, and comparing every definition costs more
     if not file.new_functions:
         return None
     names = file.altered_names
     return names if names and names <= file.new_functions else None
+
+
+def _imports_code(file: ChangedFile, names: frozenset[str], graph: Graph) -> bool:
+    """Whether an altered name of a package `__init__` is bound, in either version, by importing a module that does
+    more than define names (`from . import _patch`, a module that runs code): importing it acts on every importer."""
+    for text in (file.base_text, file.text):
+        for module, imported in parse_file(file.path, text or '')['imports']:
+            for name in set(imported or [module.rsplit('.', 1)[-1]]) & names:
+                target = graph.by_module.get(f'{module}.{name}') or graph.by_module.get(module)
+                if target is not None and target != file.path and (
+                        f'{module}.{name}' in graph.by_module or graph.index[target].get('runs_code', True)):
+                    return True
+    return False
 
 
 def dependency_chains(graph: Graph, sources: Iterable[str], targets: Iterable[str]) -> dict[str, tuple[str, ...]]:

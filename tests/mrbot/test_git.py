@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mrbot import git
-from mrbot.records import MrbotError
+from mrbot.records import ChangedFile, MrbotError
 
 
 def _change(repo, base='HEAD', head=None, **kwargs):
@@ -88,3 +88,34 @@ def test_unknown_revision_and_non_repository_are_one_line_errors(repo, tmp_path_
     outside = tmp_path_factory.mktemp('plain')
     with pytest.raises(MrbotError, match='not inside a git repository'):
         git.repo_root(outside)
+
+
+CODE_CHANGES = {
+    'a global read where a nested function has a local of that name': (
+        'def f():\n    def g():\n        x = 1\n        return x\n    return g() + y\n',
+        'def f():\n    def g():\n        y = 1\n        return y\n    return g() + y\n'),
+    'a default read from a global named like a local': ('def f(b=BT):\n    BT = 2\n    return b\n',
+                                                       'def f(b=BS):\n    BS = 2\n    return b\n'),
+    'the type of a raised exception chosen by a string': ('def f():\n    raise ERRORS["shape"]()\n',
+                                                         'def f():\n    raise ERRORS["dtype"]()\n'),
+    'a call inside a raised message': ('def f(d):\n    raise KeyError(d.pop("a"))\n',
+                                       'def f(d):\n    raise KeyError(d.pop("b"))\n'),
+    'local names read back through dir()': ('def f():\n    a = 1\n    return dir()\n',
+                                            'def f():\n    b = 1\n    return dir()\n'),
+}
+NO_CODE_CHANGES = {
+    'a renamed local': ('def f(x):\n    resortd = x + 1\n    return resortd\n',
+                        'def f(x):\n    resorted = x + 1\n    return resorted\n'),
+    'an error message': ('def f(x):\n    raise ValueError(f"bad shpae {x.shape}")\n',
+                         'def f(x):\n    raise ValueError(f"bad shape {x.shape}")\n'),
+}
+
+
+@pytest.mark.parametrize('base, head', CODE_CHANGES.values(), ids=CODE_CHANGES.keys())
+def test_what_can_change_behaviour_is_a_code_change(base, head):
+    assert ChangedFile('pkg/a.py', 'modified', text=head, base_text=base).changes_code
+
+
+@pytest.mark.parametrize('base, head', NO_CODE_CHANGES.values(), ids=NO_CODE_CHANGES.keys())
+def test_renamed_locals_and_error_messages_are_no_code_change(base, head):
+    assert not ChangedFile('pkg/a.py', 'modified', text=head, base_text=base).changes_code

@@ -263,3 +263,40 @@ def test_excluded_tests_are_never_selected(repo):
                  'pyproject.toml': '[tool.mrbot]\nexclude-tests = ["tests/**/*mamba*"]\n'})
     assert _tests(repo, 'fla/ops/kda/chunk.py') == ['tests/ops/test_kda.py']
     assert 'tests/models/test_modeling_mamba.py' not in _tests(repo, 'pyproject.toml')
+
+
+SIDE_EFFECTS = {
+    # each: the package `__init__` at the base and at the head; tests/test_z_f.py calls `f` and sees the difference
+    'an item assigned in os.environ': ('import os\nfrom .b import g\nfrom .a import f\nos.environ["P"] = "ieee"\n',
+                                      'import os\nfrom .b import g\nfrom .a import f\nos.environ["P"] = "tf32"\n'),
+    'a module imported for its effect': ('from .b import g\nfrom .a import f\nfrom . import patch\n',
+                                         'from .b import g\nfrom .a import f\n'),
+    'a star import added': ('from .b import g\nfrom .a import f\n', 'from .b import g\nfrom .a import f\nfrom .c import *\n'),
+    'a module __getattr__': ('from .b import g\n\n\ndef __getattr__(name):\n    from . import a\n'
+                             '    return getattr(a, name)\n',
+                             'from .b import g\n\n\ndef __getattr__(name):\n    from . import c\n'
+                             '    return getattr(c, name)\n'),
+    'names exported by a loop': ('from .b import g\nfrom . import a, c\nS = {"f": a}\nfor n, m in S.items():\n'
+                                 '    globals()[n] = getattr(m, n)\n',
+                                 'from .b import g\nfrom . import a, c\nS = {"f": c}\nfor n, m in S.items():\n'
+                                 '    globals()[n] = getattr(m, n)\n'),
+}
+
+
+@pytest.mark.parametrize('base, head', SIDE_EFFECTS.values(), ids=SIDE_EFFECTS.keys())
+def test_an_init_change_that_acts_at_import_time_selects_every_importer(repo, base, head):
+    repo.commit({'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\nglobal-paths = []\n',
+                 'pkg/__init__.py': base, 'pkg/a.py': 'def f():\n    return 1\n', 'pkg/b.py': 'def g():\n    return 2\n',
+                 'pkg/c.py': 'def f():\n    return 99\n', 'pkg/patch.py': 'import pkg.a\npkg.a.MODE = "fast"\n',
+                 'tests/test_g.py': 'from pkg import g\n', 'tests/test_z_f.py': 'from pkg import f\n'})
+    assert _selected_by_change(repo, {'pkg/__init__.py': head}) == ['tests/test_g.py', 'tests/test_z_f.py']
+
+
+@pytest.mark.parametrize('added', ['def g(x, _=BLOCKS.append(128)):\n    return x\n',
+                                   '@lru_cache(maxsize=BLOCKS.pop())\ndef g(x):\n    return x\n'],
+                         ids=['call in a default', 'call in a decorator'])
+def test_a_new_function_whose_def_runs_code_counts_as_a_change_of_its_module(repo, added):
+    module = 'from functools import lru_cache\n\nBLOCKS = [32]\n\n\ndef f():\n    return BLOCKS[-1]\n'
+    repo.commit({'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\nglobal-paths = []\n', 'pkg/__init__.py': '',
+                 'pkg/a.py': module, 'tests/test_f.py': 'from pkg.a import f\n'})
+    assert _selected_by_change(repo, {'pkg/a.py': module + '\n\n' + added}) == ['tests/test_f.py']
