@@ -112,7 +112,7 @@ def _bound(statement: ast.stmt) -> set[str]:
     return {name for block in blocks if isinstance(block, list) for inner in block for name in _bound(inner)}
 
 
-def _only_binds(statement: ast.stmt) -> bool:
+def only_binds(statement: ast.stmt) -> bool:
     """Whether a top-level statement does nothing at import time but bind names: a definition, a named import, an
     assignment to names, or `if`/`try` blocks of those. Assigning to an attribute or an item (`os.environ[...]`), a
     star import, a loop or a call changes what others see, so it is the whole module's change."""
@@ -129,21 +129,41 @@ def _only_binds(statement: ast.stmt) -> bool:
     if isinstance(statement, (ast.If, ast.Try)):
         blocks = [statement.body, statement.orelse, getattr(statement, 'finalbody', [])]
         blocks += [handler.body for handler in getattr(statement, 'handlers', [])]
-        return all(_only_binds(inner) for block in blocks for inner in block)
+        return all(only_binds(inner) for block in blocks for inner in block)
     return False
 
 
-def _definitions(tree: ast.Module) -> tuple[dict[str, list[str]], list[str], dict[str, set[str]]]:
-    """Each module-level name with the dumps of the statements binding it, the dumps of the statements that do more
-    (see `_only_binds`), and the names each name's statements read (under `''`, what those other statements read)."""
-    binding: dict[str, list[str]] = {}
-    effects: list[str] = []
+class _Statement:
+    """A top-level statement that equals another when their source lines are the same or, failing that (a comment,
+    a re-wrapped line), their syntax trees: dumping every statement of a large module costs more than reading it."""
+
+    def __init__(self, statement: ast.stmt, lines: list[str]) -> None:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, 'decorator_list', []))])
+        self.statement, self.text = statement, '\n'.join(lines[first - 1:statement.end_lineno])
+
+    @cached_property
+    def dump(self) -> str:
+        return ast.dump(self.statement)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Statement) and (self.text == other.text or self.dump == other.dump)
+
+    __hash__ = None
+
+
+def _definitions(tree: ast.Module, text: str, reading: bool) -> tuple[dict[str, list], list, dict[str, set[str]]]:
+    """Each module-level name with the statements binding it, the statements that do more (see `only_binds`), and,
+    when `reading`, the names each name's statements read (under `''`, what those other statements read)."""
+    lines = text.splitlines()
+    binding: dict[str, list] = {}
+    effects: list[_Statement] = []
     reads: dict[str, set[str]] = {}
     for statement in tree.body:
-        if not _only_binds(statement):
-            effects.append(ast.dump(statement))
+        if not only_binds(statement):
+            effects.append(_Statement(statement, lines))
             # what runs at import time reads these, so a change to one of them acts on every importer
-            reads.setdefault('', set()).update(n.id for n in ast.walk(statement) if isinstance(n, ast.Name))
+            if reading:
+                reads.setdefault('', set()).update(n.id for n in ast.walk(statement) if isinstance(n, ast.Name))
             continue
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             # one import statement binds each of its names apart: adding a name to it alters that name only
@@ -152,10 +172,10 @@ def _definitions(tree: ast.Module) -> tuple[dict[str, list[str]], list[str], dic
                 name = (alias.asname or alias.name).split('.')[0]
                 binding.setdefault(name, []).append(f'import {source} {alias.name} as {alias.asname}')
             continue
-        names, dump = _bound(statement), ast.dump(statement)
+        names, dump = _bound(statement), _Statement(statement, lines)
         if not names:
             effects.append(dump)
-        used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)} if reading else set()
         for name in names:
             binding.setdefault(name, []).append(dump)
             reads.setdefault(name, set()).update(used - {name})
@@ -180,16 +200,24 @@ def _inert_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         isinstance(inner, (ast.Call, ast.NamedExpr)) for part in evaluated if part is not None for inner in ast.walk(part))
 
 
-def altered_names(base_text: str, text: str) -> frozenset[str] | None:
+def parse_versions(base_text: str, text: str) -> tuple[ast.Module, ast.Module] | None:
+    """The syntax trees of two versions of a Python file, or None when one does not parse."""
+    try:
+        return ast.parse(base_text), ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def altered_names(base_text: str, text: str, trees: tuple[ast.Module, ast.Module] | None) -> frozenset[str] | None:
     """The module-level names whose code or docstring differs between two versions of a Python file, with every name
     whose code reads an altered one; None when the change is not confined to names (a statement that binds nothing,
     such as a registration call, changed) or a version does not parse."""
     # docstrings stay: `__doc__` is a value at run time, which a comment is not
-    try:
-        trees = ast.parse(base_text), ast.parse(text)
-    except (SyntaxError, ValueError):
+    if trees is None:
         return None
-    (old, old_effects, _), (new, new_effects, reads) = (_definitions(tree) for tree in trees)
+    (old, old_effects, _), (new, new_effects, reads) = (_definitions(tree, version, reading)
+                                                        for tree, version, reading in zip(trees, (base_text, text),
+                                                                                          (False, True), strict=True))
     if old_effects != new_effects:
         return None
     altered = {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
@@ -204,7 +232,9 @@ def altered_names(base_text: str, text: str) -> frozenset[str] | None:
     if '' in altered:
         return None
     # statements reordered, nothing else: module-level order can matter, so the whole file counts
-    return frozenset(altered) if altered or old == new and ast.dump(trees[0]) == ast.dump(trees[1]) else None
+    order = [[_Statement(statement, version.splitlines()) for statement in tree.body]
+             for tree, version in zip(trees, (base_text, text), strict=True)]
+    return frozenset(altered) if altered or order[0] == order[1] else None
 
 
 @dataclass(frozen=True)
@@ -240,7 +270,15 @@ class ChangedFile:
         whole file counts: added, deleted, renamed, unread, or altered beyond its names."""
         if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
             return None
-        return altered_names(self.base_text, self.text)
+        return altered_names(self.base_text, self.text, self.trees)
+
+    @cached_property
+    def trees(self) -> tuple[ast.Module, ast.Module] | None:
+        """The base's and the head's syntax trees of a modified Python file, parsed once; None where either is
+        missing or does not parse."""
+        if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
+            return None
+        return parse_versions(self.base_text, self.text)
 
     @cached_property
     def new_functions(self) -> frozenset[str]:
@@ -252,10 +290,9 @@ class ChangedFile:
         # parsing costs more than reading the added lines, which hold any new module-level `def`
         if not any(lines[n - 1].startswith(('def ', 'async def ')) for n in self.added_lines if n <= len(lines)):
             return frozenset()
-        try:
-            base, head = ast.parse(self.base_text), ast.parse(self.text)
-        except (SyntaxError, ValueError):
+        if self.trees is None:
             return frozenset()
+        base, head = self.trees
         known = {name for statement in base.body for name in _bound(statement)}
         return frozenset(node.name for node in head.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                          and _inert_def(node) and node.name not in known)

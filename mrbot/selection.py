@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 
 from mrbot.config import Config, state_dir
 from mrbot.git import run_git
-from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection
+from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection, only_binds
 
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -120,19 +120,7 @@ def parse_file(path: str, text: str) -> dict:
 def _runs_code(body: list[ast.stmt]) -> bool:
     """Whether module-level statements do more than import, define and assign names (`AutoModel.register(...)` in a
     package `__init__` registers what it imports for every importer, so that `__init__` cannot be run on the way)."""
-    for statement in body:
-        if isinstance(statement, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                  ast.Assign, ast.AnnAssign, ast.Pass)):
-            continue
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-            continue
-        if isinstance(statement, ast.If) and not _runs_code(statement.body) and not _runs_code(statement.orelse):
-            continue
-        if isinstance(statement, ast.Try) and not any(_runs_code(block) for block in (
-                statement.body, *(h.body for h in statement.handlers), statement.orelse, statement.finalbody)):
-            continue
-        return True
-    return False
+    return not all(only_binds(statement) for statement in body)
 
 
 def python_files(root: Path) -> list[str]:
@@ -442,7 +430,7 @@ def confined_names(file: ChangedFile, graph: Graph) -> frozenset[str] | None:
     """
     if file.path.endswith('/__init__.py'):
         names = file.altered_names
-        return names if names is not None and not _imports_code(file, names, graph) else None
+        return names if names is not None and not _imports_code(file, graph) else None
     # the cheap test first: most changes add no function, and comparing every definition costs more
     if not file.new_functions:
         return None
@@ -450,17 +438,29 @@ def confined_names(file: ChangedFile, graph: Graph) -> frozenset[str] | None:
     return names if names and names <= file.new_functions else None
 
 
-def _imports_code(file: ChangedFile, names: frozenset[str], graph: Graph) -> bool:
-    """Whether an altered name of a package `__init__` is bound, in either version, by importing a module that does
-    more than define names (`from . import _patch`, a module that runs code): importing it acts on every importer."""
-    for text in (file.base_text, file.text):
-        for module, imported in parse_file(file.path, text or '')['imports']:
-            for name in set(imported or [module.rsplit('.', 1)[-1]]) & names:
-                target = graph.by_module.get(f'{module}.{name}') or graph.by_module.get(module)
-                if target is not None and target != file.path and (
-                        f'{module}.{name}' in graph.by_module or graph.index[target].get('runs_code', True)):
-                    return True
-    return False
+def _imports_code(file: ChangedFile, graph: Graph) -> bool:
+    """Whether a package `__init__`'s change starts or stops importing, at import time, a module that does more than
+    define names (`from . import _patch`, a package that registers models): that acts on every importer."""
+    if file.trees is None:
+        return True
+    imported = [_imported_at_import(file.path, tree, graph) for tree in file.trees]
+    return any(graph.index[graph.by_module[module]].get('runs_code', True) for module in imported[0] ^ imported[1])
+
+
+def _imported_at_import(path: str, tree: ast.Module, graph: Graph) -> set[str]:
+    """The repository's modules that module-level statements of `tree` import (submodules named by `from` too)."""
+    modules, statements = set(), list(tree.body)
+    while statements:
+        statement = statements.pop()
+        if isinstance(statement, ast.Import):
+            modules.update(alias.name for alias in statement.names)
+        elif isinstance(statement, ast.ImportFrom):
+            module = imported_module(_package(path), statement)
+            modules.update([module, *(f'{module}.{alias.name}' for alias in statement.names)])
+        elif isinstance(statement, (ast.If, ast.Try)):
+            statements += [*statement.body, *statement.orelse, *getattr(statement, 'finalbody', []),
+                           *(inner for handler in getattr(statement, 'handlers', []) for inner in handler.body)]
+    return {module for module in modules if module in graph.by_module}
 
 
 def dependency_chains(graph: Graph, sources: Iterable[str], targets: Iterable[str]) -> dict[str, tuple[str, ...]]:
