@@ -90,3 +90,22 @@ def test_an_autotuned_launch_is_captured_once_per_config_its_pruning_keeps(captu
     assert [(launch.config_index, launch.configs, launch.specialization['options']) for launch in launches] == [
         (0, 2, {'num_warps': 2}), (1, 2, {})]
     assert launches[0].specialization['signature']['x'] == '*i32'
+
+
+def test_capture_processes_share_the_cores_instead_of_each_taking_all_of_them(repo, monkeypatch):
+    import os
+
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    jobs = os.cpu_count() or 1
+    repo.write({'tests/test_threads.py': HEADER + textwrap.dedent('''
+        import torch
+
+
+        def test_threads():
+            with open('threads.txt', 'w') as out:
+                out.write(str(torch.get_num_threads()))
+    ''')})
+    capture = capture_launches(repo.root, ['tests/test_threads.py'], [], timeout=300, jobs=jobs, test_seconds=60)
+    assert capture.problems == ()
+    # one capture process per core, each with one torch thread, instead of each with a thread per core
+    assert (repo.root / 'threads.txt').read_text() == '1'
