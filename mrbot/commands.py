@@ -26,7 +26,7 @@ USAGE = '''Commands (a comment of one line; members with write access):
       time the ops (default: the ones the PR touches) on base and head, interleaved, on a GPU runner
   /test [PATH_OR_NODEID ...] [-k EXPR] [--on CLASS ...] [--sha SHA]
       run tests compiled on a GPU runner (default: the tests the PR's change selects)
-  --sha: run only if the PR head is still this commit (what you reviewed)
+  --sha: run only if the PR head is still this commit (what you reviewed), by its whole 40-digit id
   /mrbot help
       this text'''
 MAX_LINE = 300
@@ -38,7 +38,8 @@ _LINE = re.compile(r'[A-Za-z0-9_ .:/\[\]=,"()+-]*')
 _REF = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}')
 _TEST = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]=,+-]+)*')
 _EXPRESSION = re.compile(r'[A-Za-z0-9_ ()\[\].-]{1,120}')
-_SHA = re.compile(r'[0-9a-f]{7,40}')
+# A whole commit id (SHA-1 or SHA-256): a shorter prefix can be matched by a commit made after the comment.
+_SHA = re.compile(r'[0-9a-f]{40}|[0-9a-f]{64}')
 _MARKER = re.compile(r'<!-- mrbot:(accepted|done) (\{.*?\}) -->')
 
 
@@ -91,7 +92,7 @@ def _flag(flag: str, values: list[str]) -> list[str]:
 def head_moved(command: Command, head_sha: str, where: str) -> Decision:
     """Refuse a command pinned with `--sha` once the head of `where` (a PR or MR) is another commit."""
     pinned = command.args.get('sha')
-    if pinned and not head_sha.startswith(pinned):
+    if pinned and head_sha != pinned:
         return Decision(False, f'the head of {where} is now {head_sha[:12]}, not {pinned}')
     return Decision(True)
 
@@ -130,7 +131,7 @@ def _one(values: list[str], flag: str) -> str | None:
 def _expected_sha(values: list[str]) -> str | None:
     sha = _one(values, '--sha')
     if sha is not None and not _SHA.fullmatch(sha):
-        raise UsageError(f'--sha {sha}: expected 7 to 40 lowercase hexadecimal digits of a commit')
+        raise UsageError(f'--sha {sha}: expected the whole commit id, 40 lowercase hexadecimal digits')
     return sha
 
 

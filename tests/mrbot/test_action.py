@@ -494,12 +494,18 @@ def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
 
 
 def test_a_command_pinned_to_a_sha_is_refused_once_the_head_moved(bot):
-    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.base[:9]}'))
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.base}'))
     assert outputs['authorized'] == 'false'
-    assert f'the head of #{bot.number} is now {bot.head[:12]}, not {bot.base[:9]}' in bot.server.comments_on(bot.number)[-1][1]
-    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head[:9]}', login='olivia',
+    assert f'the head of #{bot.number} is now {bot.head[:12]}, not {bot.base}' in bot.server.comments_on(bot.number)[-1][1]
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head}', login='olivia',
                                                                  association='OWNER'))
     assert outputs['authorized'] == 'true' and outputs['sha'] == bot.head
+
+
+def test_a_pin_is_the_whole_commit_id_so_a_later_commit_sharing_its_prefix_cannot_stand_for_it(bot):
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head[:7]}'))
+    assert outputs['authorized'] == 'false'
+    assert f'--sha {bot.head[:7]}: expected the whole commit id' in bot.server.comments_on(bot.number)[-1][1]
 
 
 def test_a_pr_that_adds_a_setting_still_gets_its_report(bot):

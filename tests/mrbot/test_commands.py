@@ -18,6 +18,7 @@ SPECS = [OpSpec('chunk_simple_gla', 'fla.ops.simple_gla:chunk_simple_gla', 'conf
          OpSpec('chunk_kda', 'fla.ops.kda:chunk_kda', 'config', shapes={'kda-B2': {'B': 2}})]
 CONFIG = Config()
 NOW = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
+SHA = '1a2b3c4d5e6f' * 3 + '1a2b'
 
 
 def test_bench_is_normalized_and_its_line_parses_back():
@@ -36,10 +37,10 @@ def test_defaults_are_the_touched_ops_ten_rounds_and_the_first_runner_class():
 
 
 def test_test_command_keeps_node_ids_and_a_quoted_expression():
-    command = parse('/test tests/ops/test_kda.py::test_varlen[T65-bf16] -k "chunk and not fused" --on hopper --sha 1a2b3c4',
-                    SPECS, CONFIG)
+    command = parse('/test tests/ops/test_kda.py::test_varlen[T65-bf16] -k "chunk and not fused" --on hopper --sha '
+                    + SHA, SPECS, CONFIG)
     assert command.args == {'tests': ['tests/ops/test_kda.py::test_varlen[T65-bf16]'], 'k': 'chunk and not fused',
-                            'sha': '1a2b3c4'}
+                            'sha': SHA}
     assert from_json('test', command.args, 'hopper', SPECS, CONFIG) == command
 
 
@@ -67,7 +68,10 @@ def test_help_and_crlf_line_endings():
     ('/test /etc/passwd', "'/etc/passwd': expected a test file"),
     ('/test -k', '-k needs a value'),
     ('/test --rounds 3', "unknown option '--rounds'"),
-    ('/test --sha HEAD', '--sha HEAD: expected 7 to 40 lowercase hexadecimal digits of a commit'),
+    ('/test --sha HEAD', '--sha HEAD: expected the whole commit id, 40 lowercase hexadecimal digits'),
+    # a prefix can be matched by a commit made after the comment (7 hex digits: under a minute of hashing on 2 cores)
+    ('/test --sha 1a2b3c4', '--sha 1a2b3c4: expected the whole commit id, 40 lowercase hexadecimal digits'),
+    (f'/test --sha {"1a2b3c4d" * 5}0', f'--sha {"1a2b3c4d" * 5}0: expected the whole commit id'),
     ('/mrbot run', "unknown command '/mrbot run'; expected '/mrbot help'"),
     ('/bench "unclosed', 'cannot split the command'),
 ])
