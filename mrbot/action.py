@@ -190,7 +190,7 @@ def _react(forge, number: int, comment_id: int, reaction: str) -> None:
 
 def _bot_bodies(forge, number: int) -> list[str]:
     """The bodies of the bot's comments on a PR, where its markers live (see `defuse` for why they can be trusted)."""
-    return [note.body for note in forge.comments(number) if note.author_is_bot]
+    return [note.body for note in forge.comments(number) if note.by_bot]
 
 
 def defuse(text: str) -> str:

@@ -75,12 +75,12 @@ class Comment:
 class Note:
     """A comment on a PR/MR as read back; `created_at` is ISO 8601 in UTC to the second, '2026-12-03T04:00:00+00:00'.
 
-    `author_is_bot` is GitHub's Bot user type, or GitLab's bot flag where its answer carries one.
+    `by_bot` says the account the token acts as wrote it: the bot's own comments, the only ones whose markers count.
     """
 
     id: int
     author: str
-    author_is_bot: bool
+    by_bot: bool
     body: str
     created_at: str
 

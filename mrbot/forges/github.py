@@ -88,13 +88,6 @@ def _annotation(annotation: Annotation) -> dict[str, str | int]:
     return {**found, 'title': annotation.title} if annotation.title else found
 
 
-def _note(comment: IssueComment) -> Note:
-    # A comment by a deleted account may come without its user.
-    user = comment.user
-    return Note(id=comment.id, author=user.login if user else '', author_is_bot=user is not None and user.type == 'Bot',
-                body=comment.body or '', created_at=utc_timestamp(comment.created_at))
-
-
 class GitHub:
     """One GitHub repository ('owner/name') through PyGithub, with the token and API URL `connect` found."""
 
@@ -154,6 +147,12 @@ class GitHub:
             return False
         # Without a login to compare, GitHub's Bot accounts are the only authors whose comments the bot edits.
         return user.login == self._bot_login if self._bot_login else user.type == 'Bot'
+
+    def _note(self, comment: IssueComment) -> Note:
+        # A comment by a deleted account may come without its user.
+        user = comment.user
+        return Note(id=comment.id, author=user.login if user else '', by_bot=self._posted_by_bot(comment),
+                    body=comment.body or '', created_at=utc_timestamp(comment.created_at))
 
     def _pull(self, pull: GitHubPullRequest) -> PullRequest:
         # merged_at is in list answers too, where `merged` would cost a request per pull request.
@@ -248,7 +247,7 @@ class GitHub:
     def comments(self, number: int) -> list[Note]:
         """The conversation's comments (GitHub's issue comments); review comments on lines of the diff are not read."""
         with self._doing(f'reading the comments on pull request #{number} of {self.project}', _READ_ISSUES):
-            return [_note(comment) for comment in self._repo.get_issue(number).get_comments()]
+            return [self._note(comment) for comment in self._repo.get_issue(number).get_comments()]
 
     def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
                       annotations: Sequence[Annotation] = ()) -> str:

@@ -80,12 +80,6 @@ def _is_draft(merge_request: ProjectMergeRequest) -> bool:
     return bool(merge_request.attributes.get('draft', merge_request.attributes.get('work_in_progress', False)))
 
 
-def _note(note: ProjectMergeRequestNote) -> Note:
-    author = note.author
-    return Note(id=note.id, author=author['username'], author_is_bot=bool(author.get('bot', False)), body=note.body,
-                created_at=utc_timestamp(note.created_at))
-
-
 def _shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, its end marked with an ellipsis where something was cut."""
     return text if len(text) <= limit else text[:limit - 1] + '…'
@@ -141,6 +135,11 @@ class GitLab:
         """The id of the token's user, the author of the notes the bot may edit."""
         self._gitlab.auth()
         return self._gitlab.user.id
+
+    def _note(self, note: ProjectMergeRequestNote) -> Note:
+        # a note's author is a UserBasic, which has no bot flag: the bot's notes are those of the token's own user
+        return Note(id=note.id, author=note.author['username'], by_bot=note.author['id'] == self._bot_id,
+                    body=note.body, created_at=utc_timestamp(note.created_at))
 
     def _source_project(self, merge_request: ProjectMergeRequest) -> str:
         """The path of the project the MR's branch lives in: this one, a fork, or '' for a fork GitLab no longer has."""
@@ -261,7 +260,7 @@ class GitLab:
     def comments(self, number: int) -> list[Note]:
         with self._doing(f'reading the notes on merge request !{number} of {self.project}', _READ):
             notes = self._project.mergerequests.get(number, lazy=True).notes
-            return [_note(note) for note in notes.list(iterator=True, sort='asc', order_by='created_at')
+            return [self._note(note) for note in notes.list(iterator=True, sort='asc', order_by='created_at')
                     if not note.system]
 
     def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,

@@ -488,8 +488,6 @@ class FakeGitLab(FakeForge):
         self.members: dict[str, int] = {}
         self.inherited_members: dict[str, int] = {}
         self.user_ids = {'mrbot-dev': 1, 'alice': 2, 'reader': 3, 'project_7_bot': 4}
-        # Users GitLab flags as bots (a project access token's user); other authors carry no bot flag.
-        self.bots = {'project_7_bot'}
         # id: 'group/name' of each fork a merge request comes from.
         self.forks: dict[int, str] = {}
         # Each commit status posted, as GitLab stored it.
@@ -562,9 +560,12 @@ class FakeGitLab(FakeForge):
                 'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
 
     def _note_json(self, note: dict[str, Any]) -> dict[str, Any]:
-        author = {'id': self.user_ids[note['author']], 'username': note['author']}
+        # a UserBasic, as GitLab's Notes API documents a note's author: no bot flag, even for a project token's user
+        username = note['author']
+        author = {'id': self.user_ids[username], 'username': username, 'name': username, 'state': 'active',
+                  'locked': False, 'avatar_url': None, 'web_url': f'{GITLAB_WEB}/{username}'}
         return {'id': note['id'], 'body': note['body'], 'system': note['system'], 'noteable_iid': note['iid'],
-                'author': {**author, 'bot': True} if note['author'] in self.bots else author,
+                'author': author,
                 'created_at': created_at(note['id']).isoformat(timespec='milliseconds').replace('+00:00', 'Z')}
 
     def _user(self, request: Request) -> Answer:

@@ -314,13 +314,17 @@ def test_comments_reads_every_page_oldest_first(github: Forge, github_server: Fa
     github_server.add_comment(2, 'on another pull request')
     for i in range(130):
         github_server.add_comment(1, f'comment {i}')
-    github_server.add_comment(1, 'benchmark done', login='github-actions[bot]', type='Bot')
+    github_server.add_comment(1, 'benchmark done', login='mrbot-dev')
+    github_server.add_comment(1, 'a marker from another bot', login='dependabot[bot]', type='Bot')
     notes = github.comments(1)
-    assert [note.body for note in notes] == [f'comment {i}' for i in range(130)] + ['benchmark done']
-    assert notes[0] == Note(id=2, author='alice', author_is_bot=False, body='comment 0',
+    assert [note.body for note in notes] == [f'comment {i}' for i in range(130)] + ['benchmark done',
+                                                                                    'a marker from another bot']
+    assert notes[0] == Note(id=2, author='alice', by_bot=False, body='comment 0',
                             created_at='2026-12-03T04:01:00+00:00')
-    assert notes[-1] == Note(id=132, author='github-actions[bot]', author_is_bot=True, body='benchmark done',
+    assert notes[-2] == Note(id=132, author='mrbot-dev', by_bot=True, body='benchmark done',
                              created_at=created_at(132).replace(microsecond=0).isoformat())
+    # where the token's user is known, another Bot account's comments are not the bot's
+    assert (notes[-1].author, notes[-1].by_bot) == ('dependabot[bot]', False)
     assert github_server.count('GET', '/issues/1/comments') == 2
 
 
