@@ -37,10 +37,11 @@ async function workflowFiles(args) {
 }
 
 const files = await workflowFiles(process.argv.slice(2));
-const lint = await loadLinter();
 let findings = 0;
 for (const path of files) {
   const source = await readFile(path, "utf8");
+  // One linter per file: a single WebAssembly instance aborts ("unreachable") after some 13 kB of workflows.
+  const lint = await loadLinter();
   for (const finding of lint(source, path)) {
     console.log(`${finding.file}:${finding.line}:${finding.column}: ${finding.message} [${finding.kind}]`);
     findings += 1;
