@@ -1,0 +1,127 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""What the CI jobs do on a runner that outlives them: the GitLab template's job script, run with a stand-in Python."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
+COMMAND_WORKFLOW = ROOT / '.github' / 'workflows' / 'mrbot-command.yml'
+
+# Stands in for python3 and for the venv's python and mrbot: `-m venv DIR` makes DIR/bin, `-m pip` does nothing, and
+# mrbot writes down where it ran and what it saw.
+STAND_IN = textwrap.dedent('''\
+    #!/bin/sh
+    if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+        for dir; do :; done
+        mkdir -p "$dir/bin"
+        ln -s "$0" "$dir/bin/python"
+        ln -s "$0" "$dir/bin/mrbot"
+        exit 0
+    fi
+    [ "$1" = "-m" ] && [ "$2" = "pip" ] && exit 0
+    {
+        echo "venv=$(dirname "$(dirname "$0")")"
+        echo "mode=$(stat -c %a "$(dirname "$(dirname "$(dirname "$0")")")")"
+        echo "triton=$TRITON_CACHE_DIR"
+        echo "user_site=${PYTHONNOUSERSITE:-}"
+    } > "$MRBOT_STAND_IN_LOG"
+''')
+
+
+def _section(text: str, job: str, key: str) -> list[str]:
+    """The lines of `key` (`variables`, `before_script`, `script`) in `job`, four spaces of indentation taken off."""
+    lines = text.splitlines()
+    start = lines.index(f'{job}:')
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(' ')), len(lines))
+    if f'  {key}:' not in lines[start:end]:
+        return []
+    found = []
+    for line in lines[lines.index(f'  {key}:', start) + 1:end]:
+        if line and not line.startswith('    '):
+            break
+        found.append(line[4:])
+    return found
+
+
+def _commands(text: str, job: str) -> str:
+    """The job's `before_script` and `script` items as one shell script, as GitLab runs them in one shell."""
+    commands: list[str] = []
+    for line in _section(text, job, 'before_script') + _section(text, job, 'script'):
+        if line.startswith('- '):
+            item = line[2:]
+            # a YAML single-quoted item, its quotes doubled inside
+            commands.append('' if item == '|' else item[1:-1].replace("''", "'") if item.startswith("'") else item)
+        elif line.startswith('  ') and commands:
+            commands[-1] += line[2:] + '\n'
+    return '\n'.join(commands) + '\n'
+
+
+def _variables(text: str, job: str, env: dict[str, str]) -> dict[str, str]:
+    """The job's variables, with the `$NAME`s GitLab expands in them expanded from `env`."""
+    found = {}
+    for line in _section(text, job, 'variables'):
+        if line.strip() and not line.lstrip().startswith('#'):
+            name, _, value = line.strip().partition(': ')
+            found[name] = re.sub(r'\$(\w+)', lambda match: env.get(match.group(1), match.group(0)), value.strip('"'))
+    return found
+
+
+def _run_job(tmp_path: Path, job_id: str) -> dict[str, str]:
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir(exist_ok=True)
+    stand_in = bin_dir / 'python3'
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(stand_in.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / 'mrbot.log'
+    env = {'PATH': f"{bin_dir}{os.pathsep}{os.environ['PATH']}", 'CI_JOB_ID': job_id, 'MRBOT_PIP_SPEC': 'mrbot',
+           'MRBOT_STAND_IN_LOG': str(log)}
+    text = TEMPLATE.read_text()
+    env.update(_variables(text, '.mrbot-base', env))
+    subprocess.run(['bash', '-c', _commands(text, '.mrbot-base')], env=env, check=True, timeout=60)
+    return dict(line.split('=', 1) for line in log.read_text().splitlines())
+
+
+@pytest.fixture
+def planted():
+    """What one merge request's job could leave in /tmp on a shell executor for a later job, at the paths the template
+    once used (`/tmp/mrbot-venv-$CI_JOB_ID`), for a job id of this test's own."""
+    job_id = f'{os.getpid()}{secrets.randbelow(10**6)}'
+    paths = [Path(f'/tmp/mrbot-venv-{job_id}'), Path(f'/tmp/mrbot-triton-{job_id}')]
+    for path in paths:
+        (path / 'lib' / 'site-packages').mkdir(parents=True)
+        (path / 'lib' / 'site-packages' / 'evil.pth').write_text('import os; os.system("steal $GITLAB_TOKEN")\n')
+    yield job_id, paths
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_gitlab_job_never_runs_from_a_folder_an_earlier_job_could_have_planted(tmp_path, planted):
+    job_id, paths = planted
+    seen = _run_job(tmp_path, job_id)
+    venv, triton = Path(seen['venv']), Path(seen['triton'])
+    assert not any(path == venv or path in venv.parents for path in paths) and triton.parent == venv.parent
+    # private while the job runs, gone after it
+    assert seen['mode'] == '700' and not venv.parent.exists()
+    # and no user site, where a .pth file would outlive the job as well
+    assert seen['user_site'] == '1'
+    # a second job with the same id gets a folder of its own, not the first one's name again
+    assert Path(_run_job(tmp_path, job_id)['venv']).parent != venv.parent
+
+
+def test_the_github_gpu_job_reads_no_user_site():
+    text = COMMAND_WORKFLOW.read_text()
+    # the job running a pull request's code on a self-hosted runner, the last of the workflow
+    assert '\n    env:\n' in text[text.index('\n  gpu:'):]
+    assert 'PYTHONNOUSERSITE: "1"' in text[text.index('\n  gpu:'):].split('\n    steps:')[0]
