@@ -9,7 +9,7 @@ import datetime
 import pytest
 
 from mrbot.bench.specs import OpSpec
-from mrbot.commands import UsageError, authorize, capabilities, from_json, marker, parse
+from mrbot.commands import UsageError, authorize, capabilities, from_json, marker, markers, parse
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
 
@@ -169,3 +169,13 @@ def test_runner_class_names_are_checked():
 def test_a_flag_without_values_is_an_error_wherever_it_stands():
     with pytest.raises(UsageError, match='^--modes needs a value$'):
         parse('/bench --modes --shapes B8-T2048', SPECS, CONFIG)
+
+
+def test_markers_are_read_from_any_body_a_note_may_hold():
+    done = marker('done', run='7')
+    # what the bot writes, among markers of the other kind, garbage and a marker cut short
+    body = f"{marker('accepted', run='7')}\nresult {done} <!-- mrbot:done {{not json}} --> <!-- mrbot:done {{\"run\": "
+    assert markers([body], 'done') == [{'run': '7'}] and markers([body], 'accepted') == [{'run': '7'}]
+    # GitLab's longest note, all openers and no end: read at once, as every body is (reading from each opener to the
+    # end of its line took about 9 minutes here)
+    assert markers(['<!-- mrbot:done {' * 58_824], 'done') == []
