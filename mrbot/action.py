@@ -399,10 +399,10 @@ def _valid_check(check: object) -> bool:
         and a.get('level') in ANNOTATION_LEVELS and isinstance(a.get('message'), str) for a in annotations)
 
 
-def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
-    """Put an artifact on the forge: the sticky comment of its purpose (its body defused, then the bot's own `marker`
-    line), its check run, the job summary (the body as posted)."""
-    body = defuse(artifact['body']).rstrip('\n') + '\n' + (marker + '\n' if marker else '')
+def post(forge, event: Event, artifact: dict) -> str:
+    """Put an artifact on the forge: the sticky comment of its purpose (its body defused), its check run, the job
+    summary (the body as posted)."""
+    body = defuse(artifact['body']).rstrip('\n') + '\n'
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], body)
     check = artifact.get('check')
     if check:
@@ -412,6 +412,17 @@ def post(forge, event: Event, artifact: dict, marker: str = '') -> str:
                             annotations)
     _write_summary(event, body)
     return comment.url
+
+
+def mark_done(forge, number: int, run: str) -> None:
+    """Add the `done` marker of `run` to the bot's accepted reply that queued it: one record per job, which no later
+    comment replaces (a result comment is sticky per command and runner class, so a marker there lasted only until the
+    next result, and the jobs it had finished counted as queued again)."""
+    done = commands.marker('done', run=run)
+    for note in forge.comments(number):
+        accepted = commands.markers([note.body], 'accepted') if note.by_bot else []
+        if any(str(m.get('run')) == run for m in accepted) and done not in note.body:
+            forge.edit_comment(number, note.id, f"{note.body.rstrip(chr(10))}\n{done}\n")
 
 
 def _validate(forge, event: Event, artifact: dict, accepted_on: Callable[[int], list[dict]]) -> None:
@@ -474,9 +485,10 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
             continue
         valid.append(artifact)
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
-    done = commands.marker('done', run=str(event.payload['workflow_run']['id']))
-    posted = [post(forge, event, artifact, '' if artifact['kind'] == 'report' else done) for artifact in valid
+    posted = [post(forge, event, artifact) for artifact in valid
               if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]
+    for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
+        mark_done(forge, pr, str(event.payload['workflow_run']['id']))
     if refused:
         raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
     return posted
@@ -529,7 +541,8 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'
     code = run_job(root, config, jobs, folder, event.run_url)
-    post(forge, event, read_artifact(folder), commands.marker('done', run=event.run_id))
+    post(forge, event, read_artifact(folder))
+    mark_done(forge, number, event.run_id)
     return code
 
 

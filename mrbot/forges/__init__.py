@@ -133,6 +133,9 @@ class Forge(Protocol):
     def post_comment(self, number: int, body: str) -> Comment:
         """Post `body` as a new comment on a PR/MR, e.g. a reply to a command; nothing earlier is edited."""
 
+    def edit_comment(self, number: int, comment_id: int, body: str) -> None:
+        """Replace the body of the bot's own comment `comment_id` on a PR/MR."""
+
     def comments(self, number: int) -> list[Note]:
         """Every comment on a PR/MR by a person or a bot, oldest first (GitLab's system notes left out)."""
 

@@ -244,6 +244,13 @@ class GitHub:
             created = self._repo.get_issue(number).create_comment(body)
             return Comment(created.id, created.html_url, created=True)
 
+    def edit_comment(self, number: int, comment_id: int, body: str) -> None:
+        require_fit(body, BODY_LIMIT, 'the comment')
+        with self._doing(f'editing comment {comment_id} on pull request #{number} of {self.project}', _WRITE_ISSUES):
+            # by id, without reading the comment first: its body is what the caller just read
+            self._repo.requester.requestJsonAndCheck('PATCH', f'{self._repo.url}/issues/comments/{comment_id}',
+                                                     input={'body': body})
+
     def comments(self, number: int) -> list[Note]:
         """The conversation's comments (GitHub's issue comments); review comments on lines of the diff are not read."""
         with self._doing(f'reading the comments on pull request #{number} of {self.project}', _READ_ISSUES):

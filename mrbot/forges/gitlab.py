@@ -257,6 +257,11 @@ class GitLab:
             created = self._project.mergerequests.get(number, lazy=True).notes.create({'body': body})
             return Comment(created.id, self._note_url(number, created.id), created=True)
 
+    def edit_comment(self, number: int, comment_id: int, body: str) -> None:
+        require_fit(body, BODY_LIMIT, 'the note')
+        with self._doing(f'editing note {comment_id} on merge request !{number} of {self.project}', _WRITE):
+            self._project.mergerequests.get(number, lazy=True).notes.update(comment_id, {'body': body})
+
     def comments(self, number: int) -> list[Note]:
         with self._doing(f'reading the notes on merge request !{number} of {self.project}', _READ):
             notes = self._project.mergerequests.get(number, lazy=True).notes

@@ -295,8 +295,31 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     assert bot.act('workflow_run', bot.command_run(4243), '--artifact', str(forged))[0] == 2
     code, _, _ = bot.act('workflow_run', bot.command_run(4242), '--artifact', str(folder))
     assert code == 0
-    posted = bot.server.comments_on(bot.number)[-1][1]
-    assert '### mrbot bench on hopper' in posted and commands.markers([posted], 'done') == [{'run': '4242'}]
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert '### mrbot bench on hopper' in bodies[-1]
+    # the job is done where it was queued: in the accepted reply of its run
+    [accepted] = [body for body in bodies if commands.markers([body], 'accepted')]
+    assert commands.markers([accepted], 'done') == [{'run': '4242'}]
+
+
+def test_finished_jobs_stay_finished_when_later_results_replace_the_result_comment(bot):
+    # three ordinary /bench runs, each by its own user (the cooldown is per user), each leaving its result
+    bot.server.collaborators.update(carol=('write', 'write'), dave=('write', 'write'))
+    for run, user in ((71, 'alice'), (72, 'olivia'), (73, 'carol')):
+        folder = bot.tmp / f'run{run}'
+        _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale', login=user), '--artifact',
+                                str(folder / 'mrbot-accepted'), run_id=run)
+        assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
+        (folder / 'mrbot-result-hopper').mkdir()
+        (folder / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+            {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': str(run),
+             'purpose': 'bench-hopper', 'body': f'### mrbot bench on hopper\n\nrun {run}\n', 'check': None}))
+        assert bot.act('workflow_run', bot.command_run(run), '--artifact', str(folder))[0] == 0
+    # one result comment, holding the last result only; the queue is still empty, so a fourth command runs
+    [result] = [body for _, body in bot.server.comments_on(bot.number) if body.startswith('<!-- mrbot:bench-hopper')]
+    assert 'run 73' in result and 'run 72' not in result
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale', login='dave'), run_id=74)
+    assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
 
 
 def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
@@ -386,7 +409,7 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted')
     assert 'this runner has no GPU, but class hopper needs sm_90' in result
     assert '[the run](https://gitlab.example/lab/kernels/fla/-/pipelines/77)' in result
-    assert commands.markers([result], 'done') == [{'run': '77'}]
+    assert commands.markers([server.notes_on(iid)[-2][1]], 'done') == [{'run': '77'}]
     # a second request within the cooldown is refused, as on GitHub
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
@@ -432,18 +455,20 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     listings = bot.server.count('GET', f'/issues/{bot.number}/comments')
     code, _, _ = bot.act('workflow_run', bot.command_run(64), '--artifact', str(downloaded))
     assert code == 0
-    # two artifacts checked against the PR's comments, read once; then each sticky comment looks for its own
-    assert bot.server.count('GET', f'/issues/{bot.number}/comments') - listings == 3
+    # two artifacts checked against the PR's comments, read once; then each sticky comment looks for its own, and the
+    # accepted reply is found for its done marker
+    assert bot.server.count('GET', f'/issues/{bot.number}/comments') - listings == 4
     posted = {body.splitlines()[0]: body for _, body in bot.server.comments_on(bot.number)
               if body.startswith('<!-- mrbot:bench-')}
     assert 'all rows same' in posted['<!-- mrbot:bench-hopper -->']
     assert '**The job ended without leaving a result**' in posted['<!-- mrbot:bench-blackwell -->']
-    assert commands.markers(posted.values(), 'done') == [{'run': '64'}, {'run': '64'}]
+    assert commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done') == [{'run': '64'}]
     # nothing is queued any more: even a limit of one queued job lets the next command through
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     now = datetime.datetime.now(datetime.timezone.utc)
     assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1)).allowed
-    assert not commands.authorize('bob', 'MEMBER', 'write', bodies[:-2], now, Config(command_queue_limit=1)).allowed
+    undone = [body.replace(commands.marker('done', run='64'), '') for body in bodies]
+    assert not commands.authorize('bob', 'MEMBER', 'write', undone, now, Config(command_queue_limit=1)).allowed
 
 
 def test_a_marker_smuggled_in_a_title_is_defused_and_a_pr_run_cannot_post_a_result(bot, capsys):

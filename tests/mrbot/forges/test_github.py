@@ -308,6 +308,16 @@ def test_post_comment_over_the_limit_is_refused_before_any_request(github: Forge
     assert github_server.requests == []
 
 
+def test_edit_comment_replaces_the_bots_own_comment_and_nobody_elses(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    mine = github.post_comment(1, 'Accepted.')
+    theirs = github_server.add_comment(1, 'a comment of alice')
+    github.edit_comment(1, mine.id, 'Accepted.\ndone')
+    assert github_server.comments_on(1) == [('mrbot-dev', 'Accepted.\ndone'), ('alice', 'a comment of alice')]
+    with pytest.raises(MrbotError, match=f'editing comment {theirs} on pull request #1 of octo/kernels'):
+        github.edit_comment(1, theirs, 'hijacked')
+
+
 def test_comments_reads_every_page_oldest_first(github: Forge, github_server: FakeGitHub):
     github_server.open_pull('feature')
     github_server.open_pull('fix/overflow')

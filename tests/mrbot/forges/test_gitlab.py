@@ -269,6 +269,16 @@ def test_post_comment_over_the_limit_is_refused_before_any_request(gitlab: Forge
     assert gitlab_server.requests == []
 
 
+def test_edit_comment_replaces_the_bots_own_note_and_nobody_elses(gitlab: Forge, gitlab_server: FakeGitLab):
+    gitlab_server.open_merge_request('feature')
+    mine = gitlab.post_comment(1, 'Accepted.')
+    theirs = gitlab_server.add_note(1, 'a note of alice')
+    gitlab.edit_comment(1, mine.id, 'Accepted.\ndone')
+    assert gitlab_server.notes_on(1) == [('mrbot-dev', 'Accepted.\ndone'), ('alice', 'a note of alice')]
+    with pytest.raises(MrbotError, match=f'editing note {theirs} on merge request !1 of lab/kernels/fla'):
+        gitlab.edit_comment(1, theirs, 'hijacked')
+
+
 def test_comments_reads_every_page_oldest_first_without_system_notes(gitlab: Forge, gitlab_server: FakeGitLab):
     gitlab_server.open_merge_request('feature')
     gitlab_server.open_merge_request('fix/overflow')
