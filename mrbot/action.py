@@ -167,10 +167,11 @@ def _refusal(command: commands.Command, decision: commands.Decision) -> str:
 
 
 def _acceptance(user: str, command: commands.Command, runners: tuple[str, ...], sha: str, event: Event,
-                now: datetime.datetime) -> str:
-    """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count."""
+                now: datetime.datetime, note: int | None = None) -> str:
+    """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count (and,
+    for a command read from a GitLab note, the note, which is run once)."""
     marker = commands.marker('accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
-                             command=command.kind, runners=list(runners))
+                             command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
     return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
             f'back here. [The run]({event.run_url}).\n{marker}')
 
@@ -494,6 +495,27 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
     return posted
 
 
+def _gitlab_command(forge, number: int, environ: Mapping[str, str]) -> tuple[str, str, int | None]:
+    """The command a GitLab job runs, who asked for it, and the note it came from. A webhook receiver names the note
+    (MRBOT_COMMAND_NOTE), which is read back through the API with its author; otherwise the command is MRBOT_COMMAND,
+    asked by whoever ran the job (GitLab's own GITLAB_USER_LOGIN). Never a name from a variable: whoever runs a job
+    sets those, and could post as anyone and leave their own cooldown behind."""
+    named = environ.get('MRBOT_COMMAND_NOTE', '')
+    if named:
+        if not named.isdigit() or len(named) > 20:
+            raise MrbotError(f'MRBOT_COMMAND_NOTE {named[:40]!r}: expected the id of a note on !{number}')
+        note = next((n for n in forge.comments(number) if n.id == int(named)), None)
+        if note is None:
+            raise MrbotError(f'MRBOT_COMMAND_NOTE {named}: !{number} has no such note')
+        if note.by_bot:
+            raise Ended(f'note {named} is the bot\'s own; it gives no commands')
+        return note.body.split('\n', 1)[0].strip(), note.author, note.id
+    user = environ.get('GITLAB_USER_LOGIN', '')
+    if not user:
+        raise MrbotError('GITLAB_USER_LOGIN is not set: a command job runs in a GitLab pipeline, started by someone')
+    return environ.get('MRBOT_COMMAND', ''), user, None
+
+
 def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     missing = [v for v in ('CI_PROJECT_PATH', 'CI_COMMIT_SHA', 'CI_MERGE_REQUEST_IID', 'CI_MERGE_REQUEST_DIFF_BASE_SHA')
                if not environ.get(v)]
@@ -505,16 +527,15 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     forge = _connect('gitlab', event.repository, environ)
     base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
     config = _base_config(root, base)
-    line = environ.get('MRBOT_COMMAND', '')
-    if not line:
+    if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
         report = check_report(Workspace(root, config), base, sha,
                               environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
-    user, runner = environ.get('MRBOT_COMMAND_AUTHOR', ''), environ.get('MRBOT_RUNNER', '')
-    if not user or runner not in config.runners:
-        raise MrbotError('MRBOT_COMMAND needs MRBOT_COMMAND_AUTHOR (who asked) and MRBOT_RUNNER (this job\'s class, one '
-                         f"of {', '.join(config.runners)})")
+    runner = environ.get('MRBOT_RUNNER', '')
+    if runner not in config.runners:
+        raise MrbotError(f"a command needs MRBOT_RUNNER, this job's class: one of {', '.join(config.runners)}")
+    line, user, note = _gitlab_command(forge, number, environ)
     try:
         command = commands.parse(line, load_specs(root, config), config)
     except commands.UsageError as error:
@@ -524,19 +545,22 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
     # whoever asked, and whoever ran the job (a person in the UI, or the account of a webhook receiver), must both be allowed
     now, bot_bodies = datetime.datetime.now(datetime.timezone.utc), _bot_bodies(forge, number)
+    decision = commands.Decision(True)
+    if note is not None and any(m.get('note') == note for m in commands.markers(bot_bodies, 'accepted')):
+        decision = commands.Decision(False, f'note {note} has been run already; a new note asks again')
     for login in dict.fromkeys(filter(None, (user, environ.get('GITLAB_USER_LOGIN')))):
+        if not decision.allowed:
+            break
         permission = forge.permission(login)
         decision = commands.authorize(login, 'MEMBER' if permission != 'none' else 'NONE', permission, bot_bodies, now,
                                       config)
-        if not decision.allowed:
-            break
     if decision.allowed:
         decision = commands.head_moved(command, sha, f'!{number}')
     if not decision.allowed:
         forge.post_comment(number, _refusal(command, decision))
         return 0
     # the same markers as on GitHub, so that the cooldown and the queue hold across pipelines
-    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now))
+    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now, note))
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'

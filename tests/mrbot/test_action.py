@@ -397,12 +397,12 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     server, iid, _ = lab
     monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
-    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'reader')
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'reader')
     server.members['reader'] = 20
     assert main(['action', '--forge', 'gitlab']) == 0
     assert server.notes_on(iid)[-1][1] == ('Not running `/test --on hopper`: @reader has read permission; commands need '
                                            'write access.')
-    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'alice')
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
     accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
@@ -413,6 +413,35 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     # a second request within the cooldown is refused, as on GitHub
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
+
+
+def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_a_variable(lab, monkeypatch):
+    server, iid, _ = lab
+    server.members.update(alice=30, bob=30)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
+    # a name in the job's variables is not who asked: alice cannot post as @all, nor leave her cooldown to bob
+    monkeypatch.setenv('MRBOT_COMMAND', '/bench --on hopper')
+    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'all')
+    assert main(['action', '--forge', 'gitlab']) == 1
+    assert server.notes_on(iid)[-2][1].startswith('Accepted from @alice: ')
+    monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'bob')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert '@alice started a job' in server.notes_on(iid)[-1][1]
+    # a webhook receiver names the note; its author and its first line come from GitLab
+    monkeypatch.delenv('MRBOT_COMMAND')
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'receiver')
+    server.members['receiver'] = 30
+    note = server.add_note(iid, '/test --on hopper\nplease', author='bob')
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
+    assert main(['action', '--forge', 'gitlab']) == 1
+    assert server.notes_on(iid)[-2][1].startswith('Accepted from @bob: mrbot test on ')
+    # once
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: note {note} has been run already; a new '
+                                           'note asks again.')
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', '1; rm -rf /')
+    assert main(['action', '--forge', 'gitlab']) == 2
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [

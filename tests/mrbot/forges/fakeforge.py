@@ -526,6 +526,7 @@ class FakeGitLab(FakeForge):
     def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
         with self.lock:
             note = len(self.notes) + 1
+            self.user_ids.setdefault(author, len(self.user_ids) + 1)
             self.notes[note] = {'id': note, 'iid': iid, 'body': body, 'author': author, 'system': system}
             return note
 
