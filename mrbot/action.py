@@ -29,7 +29,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.check import evaluate
 from mrbot.config import Config, load_config, parse_config
-from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, connect
+from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, connect, fit_body, marker
 from mrbot.output import format_report, summary
 from mrbot.records import CheckReport, MrbotError, TestRun
 from mrbot.render import render
@@ -401,10 +401,12 @@ def _valid_check(check: object) -> bool:
 
 
 def post(forge, event: Event, artifact: dict) -> str:
-    """Put an artifact on the forge: the sticky comment of its purpose (its body defused), its check run, the job
-    summary (the body as posted)."""
+    """Put an artifact on the forge: the sticky comment of its purpose (its body defused, cut at a line to fit the
+    forge with a pointer to this run where it is longer), its check run, and the whole body in the job summary (on
+    GitLab, which has none, in the job's log)."""
     body = defuse(artifact['body']).rstrip('\n') + '\n'
-    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], body)
+    fitted = fit_body(body, forge.body_limit - len(marker(artifact['purpose'])) - 1, event.run_url)
+    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
     check = artifact.get('check')
     if check:
         annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
@@ -412,6 +414,8 @@ def post(forge, event: Event, artifact: dict) -> str:
         forge.publish_check(artifact['sha'], check['name'], check['conclusion'], check['title'], check['summary'],
                             annotations)
     _write_summary(event, body)
+    if fitted != body and event.step_summary is None:
+        print(body, end='')
     return comment.url
 
 

@@ -66,7 +66,8 @@ def _text(report: CheckReport) -> str:
 def _markdown(report: CheckReport) -> str:
     return render(
         'report.md.j2', findings=report.findings, suppressed=report.suppressed, notes=report.changeset.notes,
-        files=len(report.changeset.files), summary=summary(report), where=where,
+        files=len(report.changeset.files), summary=summary(report), where=where, head=report.changeset.head,
+        base=report.changeset.base,
         by_path=[(path, list(group)) for path, group in groupby(report.findings, key=lambda f: f.path)],
         icons={'error': '❌', 'warning': '⚠️', 'note': 'ℹ️'},
     )

@@ -322,6 +322,23 @@ def test_finished_jobs_stay_finished_when_later_results_replace_the_result_comme
     assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
 
 
+def test_a_result_longer_than_a_comment_is_posted_cut_with_a_pointer_and_whole_in_the_job_summary(bot):
+    folder = bot.tmp / 'run75'
+    bot.act('issue_comment', bot.comment_payload('/test'), '--artifact', str(folder / 'mrbot-accepted'), run_id=75)
+    failure = '### mrbot test on hopper\n\n```\n' + 'E   AssertionError: tensors differ\n' * 2_100 + '```\n'
+    (folder / 'mrbot-result-hopper').mkdir()
+    (folder / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+        {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '75', 'purpose': 'test-hopper',
+         'body': failure, 'check': None}))
+    code, _, job_summary = bot.act('workflow_run', bot.command_run(75), '--artifact', str(folder))
+    assert code == 0 and len(failure) > 70_000
+    [(_, posted)] = [c for c in bot.server.comments_on(bot.number) if c[1].startswith('<!-- mrbot:test-hopper')]
+    assert len(posted) <= 65_536 and posted.rstrip().endswith('._') and '/actions/runs/' in posted.splitlines()[-1]
+    assert failure in job_summary
+    # and the job is done, so the next command is not held in the queue by this one
+    assert {'run': '75'} in commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done')
+
+
 def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
     for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None, 'sha': None})}.items():
