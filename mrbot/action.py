@@ -13,6 +13,7 @@ and exit 0.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime
 import functools
@@ -124,7 +125,7 @@ def check_report(workspace: Workspace, base: str, head: str, title: str | None, 
                    for f in report.findings if f.path and f.line]
     errors = sum(f.severity == 'error' for f in report.findings)
     return {'body': markdown, 'errors': errors, 'findings': len(report.findings),
-            'check': {'name': CHECK_NAME, 'conclusion': 'failure' if errors else 'success', 'title': summary(report),
+            'check': {'conclusion': 'failure' if errors else 'success', 'title': summary(report),
                       'summary': markdown, 'annotations': annotations}}
 
 
@@ -384,7 +385,7 @@ def read_artifact(folder: Path) -> dict:
         problems.append('a report has purpose report, and only a report does')
     check = artifact.get('check')
     if check is not None and not _valid_check(check):
-        problems.append(f"check must have name, conclusion ({', '.join(CONCLUSIONS)}), title, summary and annotations "
+        problems.append(f"check must have a conclusion ({', '.join(CONCLUSIONS)}), title, summary and annotations "
                         f"each with path, line and a level of {', '.join(ANNOTATION_LEVELS)}")
     if problems:
         raise MrbotError(f"{path}: not a valid mrbot artifact: {'; '.join(problems)}")
@@ -392,7 +393,7 @@ def read_artifact(folder: Path) -> dict:
 
 
 def _valid_check(check: object) -> bool:
-    if not isinstance(check, dict) or not all(isinstance(check.get(key), str) for key in ('name', 'title', 'summary')):
+    if not isinstance(check, dict) or not all(isinstance(check.get(key), str) for key in ('title', 'summary')):
         return False
     annotations = check.get('annotations')
     return check.get('conclusion') in CONCLUSIONS and isinstance(annotations, list) and all(
@@ -411,7 +412,8 @@ def post(forge, event: Event, artifact: dict) -> str:
     if check:
         annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
                        for a in check['annotations']]
-        forge.publish_check(artifact['sha'], check['name'], check['conclusion'], check['title'], check['summary'],
+        # the check's name is ours, whatever the artifact says: a name is what branch protection requires
+        forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], check['title'], check['summary'],
                             annotations)
     _write_summary(event, body)
     if fitted != body and event.step_summary is None:
@@ -489,6 +491,11 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
             refused.append(str(error))
             continue
         valid.append(artifact)
+    # one artifact per kind and purpose: more would each cost a comment edit (and a report, a check run) on the token
+    counts = collections.Counter((a['kind'], a['purpose']) for a in valid)
+    refused += [f"artifact rejected: the run left {count} {kind} artifacts for '{purpose}', where one is expected"
+                for (kind, purpose), count in counts.items() if count > 1]
+    valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
     posted = [post(forge, event, artifact) for artifact in valid
               if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]

@@ -541,7 +541,7 @@ def test_only_a_report_may_publish_a_check_run(bot, capsys):
     bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=77)
     folder = bot.tmp / 'result'
     folder.mkdir()
-    check = {'name': 'mrbot check', 'conclusion': 'success', 'title': 'all good', 'summary': '', 'annotations': []}
+    check = {'conclusion': 'success', 'title': 'all good', 'summary': '', 'annotations': []}
     (folder / action.ARTIFACT).write_text(json.dumps({
         'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '77', 'purpose': 'bench-hopper',
         'body': 'fine', 'check': check}))
@@ -549,6 +549,31 @@ def test_only_a_report_may_publish_a_check_run(bot, capsys):
     assert bot.act('workflow_run', bot.command_run(77), '--artifact', str(folder))[0] == 2
     assert 'only the report of a pull_request run may publish a check run' in capsys.readouterr().err
     assert bot.server.check_runs == []
+
+
+def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_purpose(bot, capsys):
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    # the PR's own run wrote the artifact: it may name any check, such as one that branch protection requires
+    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'check': {**artifact['check'], 'name': 'required'}}))
+    payload = bot.workflow_run_payload(9200, bot.head, [bot.number])
+    assert bot.act('workflow_run', payload, '--artifact', str(folder))[0] == 0
+    assert [run['name'] for run in bot.server.check_runs] == ['mrbot check']
+    # the same report twenty times over would be twenty check runs and comment edits on the shared token
+    many = bot.tmp / 'many'
+    for number in range(20):
+        (many / f'copy{number}').mkdir(parents=True)
+        (many / f'copy{number}' / action.ARTIFACT).write_text(json.dumps(artifact))
+    def edits() -> int:
+        return sum(method == 'PATCH' and '/issues/comments/' in path for method, path in bot.server.requests)
+
+    before = edits()
+    capsys.readouterr()
+    payload = bot.workflow_run_payload(9201, bot.head, [bot.number])
+    assert bot.act('workflow_run', payload, '--artifact', str(many))[0] == 2
+    assert "the run left 20 report artifacts for 'report', where one is expected" in capsys.readouterr().err
+    assert len(bot.server.check_runs) == 1 and edits() == before
 
 
 def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
