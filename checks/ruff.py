@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""ruff's own findings on the lines a change adds, under the repository's ruff configuration."""
+"""ruff's own findings on the lines a change adds, under the ruff configuration of the change's base."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from mrbot.git import read_blobs
+from mrbot.records import MrbotError
 from mrbot.rules import Context, Violation, rule
 
 _CONFIG_FILES = ('pyproject.toml', 'ruff.toml', '.ruff.toml')
@@ -45,7 +47,8 @@ def ruff_findings(context: Context) -> Iterator[Violation]:
 
     The repository's ruff configuration already encodes most style rules (line length, modern typing, import
     order); mrbot runs ruff instead of re-implementing it and keeps only what the change adds, so an old file with
-    old findings does not block a small fix.
+    old findings does not block a small fix. The configuration is the base's, as mrbot's own is: a change cannot
+    silence ruff for itself.
 
     Example: an added line of 130 characters.
 
@@ -58,24 +61,23 @@ def ruff_findings(context: Context) -> Iterator[Violation]:
     if ruff is None:
         yield Violation('', 0, 'ruff is not installed, so its findings were not checked', severity='note')
         return
-    root = context.change.root
+    change = context.change
     paths = [s.path for s in sources]
     try:
-        if context.change.head is None:
-            results = _run(ruff, root, paths)
-        else:
-            # a committed head is checked from a copy, with the working tree's ruff configuration beside it
-            with tempfile.TemporaryDirectory(prefix='mrbot-ruff-') as scratch:
-                copy = Path(scratch)
-                for name in _CONFIG_FILES:
-                    if (root / name).is_file():
-                        shutil.copy(root / name, copy / name)
-                for source in sources:
-                    target = copy / source.path
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(source.text, encoding='utf-8')
-                results = _run(ruff, copy, paths)
-    except (RuntimeError, ValueError, OSError) as exc:
+        # the change's files in a copy, beside the ruff configuration of the base: a change that also edits that
+        # configuration (an ignore, a per-file exemption, a shorter select) is checked by the rules it came to change
+        configs = read_blobs(change.root, [f'{change.base}:{name}' for name in _CONFIG_FILES])
+        with tempfile.TemporaryDirectory(prefix='mrbot-ruff-') as scratch:
+            copy = Path(scratch)
+            for name in _CONFIG_FILES:
+                if (data := configs[f'{change.base}:{name}']) is not None:
+                    (copy / name).write_bytes(data)
+            for source in sources:
+                target = copy / source.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(source.text, encoding='utf-8')
+            results = _run(ruff, copy, paths)
+    except (RuntimeError, ValueError, OSError, MrbotError) as exc:
         yield Violation('', 0, f'ruff could not run ({exc}), so its findings were not checked', severity='note')
         return
     for path, line, column, code, message in results:

@@ -25,3 +25,13 @@ def test_clean_change_has_no_findings(repo):
     repo.commit({'pyproject.toml': PYPROJECT, 'a.py': HEADER})
     repo.write({'a.py': HEADER + 'import os\n\nprint(os.sep)\n'})
     assert repo.check('RUF').findings == ()
+
+
+def test_a_change_that_relaxes_ruff_is_checked_under_the_settings_it_relaxes(repo):
+    repo.commit({'pyproject.toml': PYPROJECT, 'a.py': HEADER})
+    repo.commit({'pyproject.toml': PYPROJECT.replace('select = ["E", "F"]', 'select = []'),
+                 'ruff.toml': '[lint]\nignore = ["F401"]\n', 'a.py': HEADER + 'import json\n'})
+    assert [(f.rule, f.line) for f in repo.check('RUF', base='HEAD~1', head='HEAD').findings] == [('RUF:F401', 3)]
+    # in the working tree too
+    repo.write({'a.py': HEADER + 'import os\n'})
+    assert [(f.rule, f.line) for f in repo.check('RUF', base='HEAD~1').findings] == [('RUF:F401', 3)]
