@@ -30,6 +30,9 @@ ANNOTATION_LEVELS = ('notice', 'warning', 'failure')
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 MAX_BACKOFF = 60.0
 GITHUB_API = 'https://api.github.com'
+# The account whose comments are the bot's when GitHub will not name the token's user (an Actions or app token):
+# GitHub Actions' own, unless MRBOT_BOT_LOGIN names the app whose token the workflows pass, as `slug[bot]`.
+ACTIONS_LOGIN = 'github-actions[bot]'
 GITLAB_URL = 'https://gitlab.com'
 GITHUB_TOKEN_VARIABLES = ('GITHUB_TOKEN', 'GH_TOKEN')
 GITLAB_TOKEN_VARIABLES = ('GITLAB_TOKEN',)
@@ -282,7 +285,8 @@ def connect(kind: str, project: str, *, url: str | None = None, token: str | Non
         from mrbot.forges.github import GitHub
 
         secret, source = _token(token, environ, 'GitHub', GITHUB_TOKEN_VARIABLES)
-        return GitHub(project, url or environ.get('GITHUB_API_URL') or GITHUB_API, secret, source, retries, backoff)
+        return GitHub(project, url or environ.get('GITHUB_API_URL') or GITHUB_API, secret, source, retries, backoff,
+                      environ.get('MRBOT_BOT_LOGIN') or ACTIONS_LOGIN)
     if kind == 'gitlab':
         from mrbot.forges.gitlab import GitLab
 

@@ -94,8 +94,10 @@ class GitHub:
     name = 'github'
     body_limit = BODY_LIMIT
 
-    def __init__(self, project: str, api_url: str, token: str, token_source: str, retries: int, backoff: float) -> None:
+    def __init__(self, project: str, api_url: str, token: str, token_source: str, retries: int, backoff: float,
+                 actions_login: str) -> None:
         self.project = project
+        self._actions_login = actions_login
         self._owner = project.split('/')[0]
         self._token_source = token_source
         self._retries = retries
@@ -145,8 +147,9 @@ class GitHub:
         user = comment.user
         if user is None:
             return False
-        # Without a login to compare, GitHub's Bot accounts are the only authors whose comments the bot edits.
-        return user.login == self._bot_login if self._bot_login else user.type == 'Bot'
+        # Without a login from GitHub, the token is an Actions or app token, whose comments carry the login of its Bot
+        # account: another Bot account (an app anyone may install, dependabot) writes no marker the bot trusts.
+        return user.login == (self._bot_login or self._actions_login)
 
     def _note(self, comment: IssueComment) -> Note:
         # A comment by a deleted account may come without its user.

@@ -123,6 +123,17 @@ def test_a_token_that_cannot_read_its_user_edits_only_bot_comments(github_server
                                             ('github-actions[bot]', f'{REPORT}\nthis run')]
 
 
+def test_without_its_user_the_bot_trusts_only_the_actions_account_or_the_app_it_is_told(github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.add_comment(1, 'from Actions', login='github-actions[bot]', type='Bot')
+    github_server.add_comment(1, 'from an app anyone may install', login='helpful-app[bot]', type='Bot')
+    notes = _connect(github_server, token=ACTIONS_TOKEN).comments(1)
+    assert [(note.author, note.by_bot) for note in notes] == [('github-actions[bot]', True), ('helpful-app[bot]', False)]
+    app = connect('github', github_server.project, url=github_server.url, token=ACTIONS_TOKEN,
+                  environ={'MRBOT_BOT_LOGIN': 'helpful-app[bot]'}, backoff=BACKOFF)
+    assert [note.by_bot for note in app.comments(1)] == [False, True]
+
+
 def test_the_sticky_comment_is_found_on_a_later_page(github: Forge, github_server: FakeGitHub):
     github_server.open_pull('feature')
     for i in range(150):
