@@ -30,7 +30,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.check import evaluate
 from mrbot.config import Config, load_config, parse_config
-from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, connect, fit_body, marker
+from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, Note, connect, fit_body, marker, utc_timestamp
 from mrbot.output import format_report, summary
 from mrbot.records import CheckReport, MrbotError, TestRun
 from mrbot.render import render
@@ -243,6 +243,10 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
         decision = commands.Decision(False, f'#{number} is {pull.state}')
     if decision.allowed:
         decision = commands.head_moved(command, pull.head_sha, f'#{number}')
+    if decision.allowed and not command.args.get('sha'):
+        # unpinned, it runs the head as it is now: only if that is the head the commenter saw
+        decision = commands.pushed_after(_timestamp(comment.get('created_at')), forge.head_pushed_at(pull),
+                                         pull.head_sha, f'#{number}')
     if not decision.allowed:
         _reply(forge, number, comment_id, _refusal(command, decision), '-1')
         return outputs
@@ -506,7 +510,16 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
     return posted
 
 
-def _gitlab_command(forge, number: int, environ: Mapping[str, str]) -> tuple[str, str, int | None]:
+def _timestamp(value: object) -> str:
+    """A payload's time as `utc_timestamp` writes it; one that is not a time reads as the earliest possible, so that
+    any push counts as after it."""
+    try:
+        return utc_timestamp(value) if isinstance(value, str) else ''
+    except ValueError:
+        return ''
+
+
+def _gitlab_command(forge, number: int, environ: Mapping[str, str]) -> tuple[str, str, Note | None]:
     """The command a GitLab job runs, who asked for it, and the note it came from. A webhook receiver names the note
     (MRBOT_COMMAND_NOTE), which is read back through the API with its author; otherwise the command is MRBOT_COMMAND,
     asked by whoever ran the job (GitLab's own GITLAB_USER_LOGIN). Never a name from a variable: whoever runs a job
@@ -520,7 +533,7 @@ def _gitlab_command(forge, number: int, environ: Mapping[str, str]) -> tuple[str
             raise MrbotError(f'MRBOT_COMMAND_NOTE {named}: !{number} has no such note')
         if note.by_bot:
             raise Ended(f'note {named} is the bot\'s own; it gives no commands')
-        return note.body.split('\n', 1)[0].strip(), note.author, note.id
+        return note.body.split('\n', 1)[0].strip(), note.author, note
     user = environ.get('GITLAB_USER_LOGIN', '')
     if not user:
         raise MrbotError('GITLAB_USER_LOGIN is not set: a command job runs in a GitLab pipeline, started by someone')
@@ -557,8 +570,8 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     # whoever asked, and whoever ran the job (a person in the UI, or the account of a webhook receiver), must both be allowed
     now, bot_bodies = datetime.datetime.now(datetime.timezone.utc), _bot_bodies(forge, number)
     decision = commands.Decision(True)
-    if note is not None and any(m.get('note') == note for m in commands.markers(bot_bodies, 'accepted')):
-        decision = commands.Decision(False, f'note {note} has been run already; a new note asks again')
+    if note is not None and any(m.get('note') == note.id for m in commands.markers(bot_bodies, 'accepted')):
+        decision = commands.Decision(False, f'note {note.id} has been run already; a new note asks again')
     for login in dict.fromkeys(filter(None, (user, environ.get('GITLAB_USER_LOGIN')))):
         if not decision.allowed:
             break
@@ -567,11 +580,15 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
                                       config)
     if decision.allowed:
         decision = commands.head_moved(command, sha, f'!{number}')
+    if decision.allowed and note is not None and not command.args.get('sha'):
+        # a receiver plays the job in the pipeline it finds: its commit must be one the note's author could have seen
+        pull = dataclasses.replace(forge.get_pull(number), head_sha=sha)
+        decision = commands.pushed_after(note.created_at, forge.head_pushed_at(pull), sha, f'!{number}')
     if not decision.allowed:
         forge.post_comment(number, _refusal(command, decision))
         return 0
     # the same markers as on GitHub, so that the cooldown and the queue hold across pipelines
-    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now, note))
+    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now, note and note.id))
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'

@@ -99,6 +99,19 @@ def head_moved(command: Command, head_sha: str, where: str) -> Decision:
     return Decision(True)
 
 
+def pushed_after(asked_at: str, pushed_at: str | None, head_sha: str, where: str) -> Decision:
+    """Refuse a command whose PR/MR head became `head_sha` at `pushed_at` or later, when it was asked at `asked_at` (both
+    ISO 8601 in UTC to the second): what runs would be a commit pushed after the one asking looked. None: the forge has
+    no record of the push, and only a command pinned with `--sha` runs."""
+    if pushed_at is None:
+        return Decision(False, f'there is no record of when {head_sha[:12]} became the head of {where}; name the commit '
+                               'you reviewed with --sha and its whole id')
+    if pushed_at >= asked_at:
+        return Decision(False, f'the head of {where} became {head_sha[:12]} at {pushed_at}, after the command was given '
+                               f'({asked_at}); look at it and ask again')
+    return Decision(True)
+
+
 def is_command(text: str | None) -> bool:
     """Whether a comment is addressed to mrbot at all (everything else is left alone, silently)."""
     first = (text or '').lstrip().split('\n', 1)[0].strip()

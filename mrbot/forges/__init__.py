@@ -136,6 +136,10 @@ class Forge(Protocol):
     def post_comment(self, number: int, body: str) -> Comment:
         """Post `body` as a new comment on a PR/MR, e.g. a reply to a command; nothing earlier is edited."""
 
+    def head_pushed_at(self, pull: PullRequest) -> str | None:
+        """When the PR/MR's head last became `pull.head_sha`, as the forge recorded it (ISO 8601 in UTC to the second,
+        like `Note.created_at`), or None where it has no record."""
+
     def edit_comment(self, number: int, comment_id: int, body: str) -> None:
         """Replace the body of the bot's own comment `comment_id` on a PR/MR."""
 

@@ -52,6 +52,7 @@ ANNOTATIONS_PER_REQUEST = 50
 _WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
 _WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
 _READ_PULLS = '`pull-requests: read` (a classic token: the `repo` scope)'
+_READ_ACTIONS = '`actions: read` (a classic token: the `repo` scope)'
 _READ_ISSUES = '`issues: read` (a classic token: the `repo` scope)'
 _READ_CONTENTS = '`contents: read` (a classic token: the `repo` scope)'
 _READ_METADATA = '`metadata: read` (a classic token: the `repo` scope)'
@@ -246,6 +247,21 @@ class GitHub:
         with self._doing(f'commenting on pull request #{number} of {self.project}', _WRITE_ISSUES):
             created = self._repo.get_issue(number).create_comment(body)
             return Comment(created.id, created.html_url, created=True)
+
+    def head_pushed_at(self, pull: PullRequest) -> str | None:
+        """The start of the first of the newest `pull_request` workflow runs of the PR's branch that all ran the head
+        commit: GitHub starts one on every push that changes the head (a push back to an earlier commit included) and
+        on edits of the PR, so the first of the head's own unbroken series dates the push."""
+        since = None
+        with self._doing(f'reading the workflow runs of {pull.head_branch} in {self.project}', _READ_ACTIONS):
+            # newest first
+            for run in self._repo.get_workflow_runs(branch=pull.head_branch, event='pull_request'):
+                if (run.head_repository.full_name if run.head_repository else '') != pull.head_repo:
+                    continue
+                if run.head_sha != pull.head_sha:
+                    break
+                since = run.created_at
+        return utc_timestamp(since) if since else None
 
     def edit_comment(self, number: int, comment_id: int, body: str) -> None:
         require_fit(body, BODY_LIMIT, 'the comment')

@@ -257,6 +257,14 @@ class GitLab:
             created = self._project.mergerequests.get(number, lazy=True).notes.create({'body': body})
             return Comment(created.id, self._note_url(number, created.id), created=True)
 
+    def head_pushed_at(self, pull: PullRequest) -> str | None:
+        """The creation of the MR's latest diff version whose head is the head commit: GitLab makes a version on every
+        push to the source branch, a push back to an earlier commit included."""
+        with self._doing(f'reading the versions of merge request !{pull.number} of {self.project}', _READ):
+            versions = self._project.mergerequests.get(pull.number, lazy=True).diffs.list(get_all=True)
+            starts = [utc_timestamp(v.created_at) for v in versions if v.head_commit_sha == pull.head_sha]
+        return max(starts) if starts else None
+
     def edit_comment(self, number: int, comment_id: int, body: str) -> None:
         require_fit(body, BODY_LIMIT, 'the note')
         with self._doing(f'editing note {comment_id} on merge request !{number} of {self.project}', _WRITE):

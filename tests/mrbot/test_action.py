@@ -18,7 +18,7 @@ from mrbot.cli import main
 from mrbot.commands import Command
 from mrbot.config import Config
 from mrbot.forges import connect
-from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub
+from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub, created_at
 
 FIXTURES = Path(__file__).resolve().parents[3] / 'shared' / 'fixtures' / 'github-webhooks'
 PROJECT = 'Codertocat/Hello-World'
@@ -105,7 +105,9 @@ class Bot:
             payload['issue']['pull_request'] = {'url': f'https://api.github.com/repos/{PROJECT}/pulls/{self.number}'}
         comment = payload['comment']
         comment['id'] = self.server.add_comment(self.number, body or '', login=login, type=user_type)
-        comment.update(body=body, author_association=association)
+        # written when the fake says it was, after the PR's head was pushed
+        comment.update(body=body, author_association=association,
+                       created_at=created_at(comment['id']).isoformat(timespec='seconds').replace('+00:00', 'Z'))
         comment['user'].update(login=login, type=user_type)
         return payload
 
@@ -457,6 +459,13 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert main(['action', '--forge', 'gitlab']) == 0
     assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: note {note} has been run already; a new '
                                            'note asks again.')
+    # a note given before the pipeline's commit was pushed does not run it
+    server.members['carol'] = 30
+    later = server.add_note(iid, '/test --on hopper', author='carol')
+    server.push(iid, server.branches['topic'], created_at(later) + datetime.timedelta(seconds=5))
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(later))
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert f'the head of !{iid} became ' in server.notes_on(iid)[-1][1]
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', '1; rm -rf /')
     assert main(['action', '--forge', 'gitlab']) == 2
 
@@ -596,6 +605,38 @@ def test_a_command_pinned_to_a_sha_is_refused_once_the_head_moved(bot):
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head}', login='olivia',
                                                                  association='OWNER'))
     assert outputs['authorized'] == 'true' and outputs['sha'] == bot.head
+
+
+def test_an_unpinned_command_does_not_run_a_head_pushed_after_it_was_given(bot):
+    reviewed = bot.head
+    payload = bot.comment_payload('/bench scale')
+    asked = created_at(payload['comment']['id'])
+    pushed = bot.repo.commit({'pkg/shift.py': 'def shift(x):\n    return x - 1\n'}, '[Ops] After the comment')
+    bot.server.push(bot.number, pushed, asked + datetime.timedelta(seconds=30))
+    _, outputs, _ = bot.act('issue_comment', payload)
+    assert outputs['authorized'] == 'false'
+    assert (f'the head of #{bot.number} became {pushed[:12]} at 2026-12-03T04:') in bot.server.comments_on(bot.number)[-1][1]
+    # pushing the reviewed commit back after the comment is a push after it too
+    bot.server.push(bot.number, reviewed, asked + datetime.timedelta(minutes=1))
+    assert bot.act('issue_comment', payload)[1]['authorized'] == 'false'
+    # a pin to the commit the commenter names runs it, whenever it was pushed
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {reviewed}', login='olivia'))
+    assert outputs['authorized'] == 'true' and outputs['sha'] == reviewed
+
+
+def test_an_edit_of_the_pr_after_the_comment_is_no_push(bot):
+    payload = bot.comment_payload('/bench scale')
+    bot.server.edit(bot.number, created_at(payload['comment']['id']) + datetime.timedelta(seconds=30))
+    assert bot.act('issue_comment', payload)[1]['authorized'] == 'true'
+
+
+def test_with_no_record_of_the_push_only_a_pinned_command_runs(bot):
+    bot.server.runs.clear()
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'))
+    assert outputs['authorized'] == 'false'
+    assert 'name the commit you reviewed with --sha and its whole id' in bot.server.comments_on(bot.number)[-1][1]
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head}', login='olivia'))
+    assert outputs['authorized'] == 'true'
 
 
 def test_a_pin_is_the_whole_commit_id_so_a_later_commit_sharing_its_prefix_cannot_stand_for_it(bot):

@@ -53,6 +53,14 @@ def sha(branch: str) -> str:
     return hashlib.sha1(branch.encode()).hexdigest()
 
 
+# When the fakes say the head of each pull or merge request they open was pushed: before any comment.
+OPENED = _FIRST_CREATED - timedelta(hours=1)
+
+
+def _z(moment: datetime) -> str:
+    return moment.isoformat(timespec='seconds').replace('+00:00', 'Z')
+
+
 def created_at(number: int) -> datetime:
     """When the fake says its `number`-th comment or note was written: a minute after the one before."""
     return _FIRST_CREATED + timedelta(minutes=number - 1)
@@ -245,6 +253,8 @@ class FakeGitHub(FakeForge):
         self.collaborators: dict[str, tuple[str, str | None]] = {}
         # Each check run created, with its output and every annotation sent to it, in order.
         self.check_runs: list[dict[str, Any]] = []
+        # The pull_request workflow runs GitHub started, one per push that changed a pull request's head.
+        self.runs: list[dict[str, Any]] = []
         repo = r'/repos/[^/]+/[^/]+'
         self.route('GET', r'/user', self._user)
         self.route('GET', repo, self._repository)
@@ -260,6 +270,7 @@ class FakeGitHub(FakeForge):
         self.route('GET', repo + r'/collaborators/(?P<user>[^/]+)/permission', self._permission)
         self.route('POST', repo + r'/check-runs', self._create_check_run)
         self.route('PATCH', repo + r'/check-runs/(?P<run>\d+)', self._edit_check_run)
+        self.route('GET', repo + r'/actions/runs', self._list_runs)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
                   state: str = 'open', merged: bool = False, head_repo: str | None = None) -> int:
@@ -269,7 +280,25 @@ class FakeGitHub(FakeForge):
             self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
                                   'draft': draft, 'state': 'closed' if merged else state, 'merged': merged,
                                   'head_repo': head_repo or self.project}
+            self._run_for(self.pulls[number], OPENED)
             return number
+
+    def push(self, number: int, sha: str, at: datetime) -> None:
+        """Move the head of pull request `number` (a branch of this repository) to `sha` at `at`, as a push does."""
+        with self.lock:
+            pull = self.pulls[number]
+            self.branches[pull['head']] = sha
+            self._run_for(pull, at)
+
+    def edit(self, number: int, at: datetime) -> None:
+        """Edit the title of pull request `number` at `at`: a pull_request run of the same head."""
+        with self.lock:
+            self._run_for(self.pulls[number], at)
+
+    def _run_for(self, pull: dict[str, Any], at: datetime) -> None:
+        self.runs.append({'id': 500 + len(self.runs), 'event': 'pull_request', 'status': 'completed',
+                          'head_sha': self._head_sha(pull), 'head_branch': pull['head'],
+                          'head_repository': {'full_name': pull['head_repo']}, 'created_at': _z(at)})
 
     def add_comment(self, number: int, body: str, login: str = 'alice', type: str = 'User') -> int:
         with self.lock:
@@ -438,6 +467,13 @@ class FakeGitHub(FakeForge):
             problems.append(f'output.annotations: at most {_CHECK_RUN_ANNOTATIONS} annotations per request')
         return Answer(422, {'message': 'Invalid request.', 'errors': problems}) if problems else None
 
+    def _list_runs(self, request: Request) -> Answer:
+        fields = {'head_sha': 'head_sha', 'event': 'event', 'branch': 'head_branch'}
+        runs = [run for run in self.runs if all(run[field] == request.query[key] for key, field in fields.items()
+                                                if key in request.query)]
+        # newest first, as GitHub lists them
+        return Answer(200, {'total_count': len(runs), 'workflow_runs': runs[::-1]})
+
     def _create_check_run(self, request: Request) -> Answer:
         body = request.body
         if body['head_sha'] not in self.branches.values():
@@ -505,6 +541,7 @@ class FakeGitLab(FakeForge):
         self.route('POST', merge_request + r'/notes', self._create_note)
         self.route('PUT', merge_request + r'/notes/(?P<note>\d+)', self._edit_note)
         self.route('POST', merge_request + r'/notes/(?P<note>\d+)/award_emoji', self._award)
+        self.route('GET', merge_request + r'/versions', self._versions)
         self.route('GET', project_path + r'/members/all', self._all_members)
         self.route('GET', project_path + r'/members', self._direct_members)
         self.route('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status)
@@ -520,8 +557,18 @@ class FakeGitLab(FakeForge):
                 self.forks[source_id] = source_project
             iid = len(self.merge_requests) + 1
             self.merge_requests[iid] = {'iid': iid, 'source': source, 'target': 'main', 'title': title,
-                                        'description': description, 'state': state, 'source_project_id': source_id}
+                                        'description': description, 'state': state, 'source_project_id': source_id,
+                                        'versions': []}
+            merge_request = self.merge_requests[iid]
+            merge_request['versions'].append((self._merge_request_json(merge_request)['sha'], OPENED))
             return iid
+
+    def push(self, iid: int, sha: str, at: datetime) -> None:
+        """Move the source branch (of this project) of merge request `iid` to `sha` at `at`: a new diff version."""
+        with self.lock:
+            merge_request = self.merge_requests[iid]
+            self.branches[merge_request['source']] = sha
+            merge_request['versions'].append((sha, at))
 
     def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
         with self.lock:
@@ -638,6 +685,17 @@ class FakeGitLab(FakeForge):
             return Answer(403, {'message': '403 Forbidden'})
         found['body'] = request.body['body']
         return Answer(200, self._note_json(found))
+
+    def _versions(self, request: Request, iid: str) -> Answer:
+        merge_request = self.merge_requests.get(int(iid))
+        if merge_request is None:
+            return Answer(404, {'message': '404 Not found'})
+        versions = [{'id': 900 + number, 'head_commit_sha': sha, 'base_commit_sha': sha, 'start_commit_sha': sha,
+                     'created_at': at.isoformat(timespec='milliseconds').replace('+00:00', 'Z'),
+                     'merge_request_id': 1000 + int(iid), 'state': 'collected', 'real_size': '1'}
+                    for number, (sha, at) in enumerate(merge_request['versions'])]
+        # newest first, as GitLab lists them
+        return self.page(request, versions[::-1])
 
     def _award(self, request: Request, iid: str, note: str) -> Answer:
         found = self.notes.get(int(note))

@@ -15,6 +15,7 @@ from tests.mrbot.forges.fakeforge import (
     ACTIONS_TOKEN,
     BACKOFF,
     BOT_TOKEN,
+    OPENED,
     READ_ONLY_TOKEN,
     RESET,
     FakeGitHub,
@@ -397,3 +398,22 @@ def test_publish_check_without_the_permission_names_it(github_server: FakeGitHub
                                          r'lacks a permission on octo/kernels: it needs `checks: write`'):
         forge.publish_check(sha('feature'), 'mrbot', 'success', 'title', 'summary')
     assert github_server.check_runs == []
+
+
+def test_head_pushed_at_is_the_last_push_that_made_the_commit_the_head(github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    first = github.get_pull(1).head_sha
+    assert github.head_pushed_at(github.get_pull(1)) == OPENED.replace(microsecond=0).isoformat()
+    github_server.push(1, 'b' * 40, created_at(5))
+    github_server.push(1, first, created_at(9))
+    assert github.head_pushed_at(github.get_pull(1)) == created_at(9).replace(microsecond=0).isoformat()
+    # an edit of the pull request starts a run of the same head, and is no push
+    github_server.edit(1, created_at(20))
+    assert github.head_pushed_at(github.get_pull(1)) == created_at(9).replace(microsecond=0).isoformat()
+    # a run of the same commit on another branch says nothing about this pull request's head
+    github_server.branches['copy'] = 'd' * 40
+    github_server.open_pull('copy')
+    github_server.push(2, 'c' * 40, created_at(3))
+    github_server.push(1, 'c' * 40, created_at(12))
+    github_server.runs.pop()
+    assert github.head_pushed_at(github.get_pull(1)) is None

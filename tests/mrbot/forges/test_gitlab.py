@@ -8,7 +8,16 @@ import pytest
 
 from mrbot.forges import REACTIONS, Annotation, Forge, Note, connect, marker
 from mrbot.records import MrbotError
-from tests.mrbot.forges.fakeforge import BACKOFF, BOT_TOKEN, READ_ONLY_TOKEN, RESET, FakeGitLab, sha
+from tests.mrbot.forges.fakeforge import (
+    BACKOFF,
+    BOT_TOKEN,
+    OPENED,
+    READ_ONLY_TOKEN,
+    RESET,
+    FakeGitLab,
+    created_at,
+    sha,
+)
 
 REPORT = marker('report')
 
@@ -325,3 +334,14 @@ def test_publish_check_without_the_permission_names_the_scope_and_role(gitlab_se
                                          r'403 Forbidden; .* it needs the `api` scope and at least the Developer role$'):
         forge.publish_check(sha('feature'), 'mrbot', 'success', 'title', 'summary')
     assert gitlab_server.statuses == []
+
+
+def test_head_pushed_at_is_the_last_version_with_the_commit_as_head(gitlab: Forge, gitlab_server: FakeGitLab):
+    gitlab_server.branches['feature'] = 'a' * 40
+    gitlab_server.open_merge_request('feature')
+    assert gitlab.head_pushed_at(gitlab.get_pull(1)) == OPENED.replace(microsecond=0).isoformat()
+    gitlab_server.push(1, 'b' * 40, created_at(5))
+    gitlab_server.push(1, 'a' * 40, created_at(9))
+    assert gitlab.head_pushed_at(gitlab.get_pull(1)) == created_at(9).replace(microsecond=0).isoformat()
+    merge_request = gitlab.get_pull(1)
+    assert gitlab.head_pushed_at(type(merge_request)(**{**merge_request.__dict__, 'head_sha': 'c' * 40})) is None
