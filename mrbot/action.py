@@ -460,6 +460,11 @@ def _validate(forge, event: Event, artifact: dict, accepted_on: Callable[[int], 
         if (head_repo and head_repo != pull.head_repo) or (run.get('head_branch') and run['head_branch'] != pull.head_branch):
             raise MrbotError(f"artifact rejected: #{pr} comes from {pull.head_repo}:{pull.head_branch}, but the run checked "
                              f"{head_repo}:{run.get('head_branch')}")
+        # a check run belongs to the commit, and shows on every pull request whose head it is
+        others = [number for number in forge.pulls_with_head(sha) if number != pr]
+        if others:
+            raise MrbotError(f"artifact rejected: {sha[:12]} is also the head of #{', #'.join(map(str, others))}, where "
+                             f"#{pr}'s report would show as theirs")
         return
     if str(artifact.get('run')) != str(run['id']):
         raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")
@@ -500,6 +505,12 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
     refused += [f"artifact rejected: the run left {count} {kind} artifacts for '{purpose}', where one is expected"
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
+    for number, artifact in enumerate(valid):
+        # the report comes from the PR's own workflow run, which runs the workflow files as the PR has them
+        if artifact['check'] and any(path.startswith('.github/') for path in forge.changed_paths(artifact['pr'])):
+            print(f"mrbot action: no check run for #{artifact['pr']}: it changes files under .github/, where the "
+                  'workflow that wrote its report lives', file=sys.stderr)
+            valid[number] = {**artifact, 'check': None}
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
     posted = [post(forge, event, artifact) for artifact in valid
               if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]

@@ -242,6 +242,19 @@ class GitHub:
         with self._doing(f'reading pull request #{number} of {self.project}', _READ_PULLS):
             return self._pull(self._repo.get_pull(number))
 
+    def changed_paths(self, number: int) -> list[str]:
+        """The paths PR `number` changes, a renamed file's old path too."""
+        with self._doing(f'reading the files of pull request #{number} of {self.project}', _READ_PULLS):
+            files = list(self._repo.get_pull(number).get_files())
+        return [f.filename for f in files] + [f.previous_filename for f in files if f.previous_filename]
+
+    def pulls_with_head(self, sha: str) -> list[int]:
+        """The open PRs whose head is commit `sha`, from any repository."""
+        with self._doing(f'reading the pull requests of commit {sha[:12]} in {self.project}', _READ_PULLS):
+            _, pulls = self._repo.requester.requestJsonAndCheck('GET', f'{self._repo.url}/commits/{sha}/pulls',
+                                                                parameters={'per_page': 100})
+        return [p['number'] for p in pulls if p.get('state') == 'open' and (p.get('head') or {}).get('sha') == sha]
+
     def post_comment(self, number: int, body: str) -> Comment:
         require_fit(body, BODY_LIMIT, 'the comment')
         with self._doing(f'commenting on pull request #{number} of {self.project}', _WRITE_ISSUES):

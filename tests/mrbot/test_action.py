@@ -176,6 +176,8 @@ def test_report_is_one_comment_edited_in_place_and_a_check_run_each_time(bot):
 
 def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
     fork = 'mallory/Hello-World'
+    # the same commit as the PR from this repository's branch, which is closed: its head is the fork's alone
+    bot.server.pulls[bot.number]['state'] = 'closed'
     bot.number = bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
     bot.server.branches[f'{fork}:topic'] = bot.head
     folder = bot.tmp / 'artifact'
@@ -188,6 +190,32 @@ def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
                                '--artifact', str(folder))
     assert code == 0 and len(bot.server.comments_on(bot.number)) == 1 and len(bot.server.check_runs) == 1
     assert 'HDR001' in summary
+
+
+def test_a_report_on_a_commit_that_heads_another_open_pr_publishes_nothing(bot, capsys):
+    # a fork's PR whose head is the victim's head commit: a check on that commit would show on the victim's PR
+    fork = 'mallory/Hello-World'
+    bot.server.branches[f'{fork}:topic'] = bot.head
+    victim, bot.number = bot.number, bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
+    folder = bot.tmp / 'artifact'
+    payload = bot.pull_request_payload()
+    payload['pull_request']['head']['repo'] = {'full_name': fork, 'fork': True}
+    bot.act('pull_request', payload, '--artifact', str(folder))
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, [], head_repo=fork), '--artifact',
+                         str(folder))
+    assert code == 2 and f'is also the head of #{victim}' in capsys.readouterr().err
+    assert bot.server.check_runs == [] and bot.server.comments_on(bot.number) == []
+
+
+def test_a_pr_that_changes_the_workflows_gets_its_report_but_no_check_run(bot, capsys):
+    bot.server.files[bot.number] = ['pkg/shift.py', '.github/workflows/mrbot-pr.yml']
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9003, bot.head, [bot.number]), '--artifact', str(folder))
+    assert code == 0 and 'no check run for #1: it changes files under .github/' in capsys.readouterr().err
+    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
 
 
 def test_the_poster_rejects_a_forged_pr_number(bot, capsys):

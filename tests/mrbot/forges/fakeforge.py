@@ -253,6 +253,8 @@ class FakeGitHub(FakeForge):
         self.collaborators: dict[str, tuple[str, str | None]] = {}
         # Each check run created, with its output and every annotation sent to it, in order.
         self.check_runs: list[dict[str, Any]] = []
+        # The paths each pull request changes, where a test sets them.
+        self.files: dict[int, list[str]] = {}
         # The pull_request workflow runs GitHub started, one per push that changed a pull request's head.
         self.runs: list[dict[str, Any]] = []
         repo = r'/repos/[^/]+/[^/]+'
@@ -271,6 +273,8 @@ class FakeGitHub(FakeForge):
         self.route('POST', repo + r'/check-runs', self._create_check_run)
         self.route('PATCH', repo + r'/check-runs/(?P<run>\d+)', self._edit_check_run)
         self.route('GET', repo + r'/actions/runs', self._list_runs)
+        self.route('GET', repo + r'/pulls/(?P<number>\d+)/files', self._list_files)
+        self.route('GET', repo + r'/commits/(?P<commit>[0-9a-f]{40})/pulls', self._pulls_of_commit)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
                   state: str = 'open', merged: bool = False, head_repo: str | None = None) -> int:
@@ -466,6 +470,14 @@ class FakeGitHub(FakeForge):
         if len(annotations) > _CHECK_RUN_ANNOTATIONS:
             problems.append(f'output.annotations: at most {_CHECK_RUN_ANNOTATIONS} annotations per request')
         return Answer(422, {'message': 'Invalid request.', 'errors': problems}) if problems else None
+
+    def _list_files(self, request: Request, number: str) -> Answer:
+        if int(number) not in self.pulls:
+            return Answer(404, {'message': 'Not Found'})
+        return self.page(request, [{'filename': path, 'status': 'modified'} for path in self.files.get(int(number), [])])
+
+    def _pulls_of_commit(self, request: Request, commit: str) -> Answer:
+        return Answer(200, [self._pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
 
     def _list_runs(self, request: Request) -> Answer:
         fields = {'head_sha': 'head_sha', 'event': 'event', 'branch': 'head_branch'}
