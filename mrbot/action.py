@@ -30,7 +30,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.check import evaluate
 from mrbot.config import Config, load_config, parse_config
-from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, Note, connect, fit_body, marker, utc_timestamp
+from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Annotation, Note, connect, fit_body, sticky_room, utc_timestamp
 from mrbot.output import format_report, summary
 from mrbot.records import CheckReport, MrbotError, TestRun
 from mrbot.render import render
@@ -171,10 +171,10 @@ def _acceptance(user: str, command: commands.Command, runners: tuple[str, ...], 
                 now: datetime.datetime, note: int | None = None) -> str:
     """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count (and,
     for a command read from a GitLab note, the note, which is run once)."""
-    marker = commands.marker('accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
+    hidden = commands.marker('accepted', run=event.run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
                              command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
     return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
-            f'back here. [The run]({event.run_url}).\n{marker}')
+            f'back here. [The run]({event.run_url}).\n{hidden}')
 
 
 def _reply(forge, number: int, comment_id: int, text: str, reaction: str) -> None:
@@ -190,9 +190,10 @@ def _react(forge, number: int, comment_id: int, reaction: str) -> None:
         print(f'mrbot action: warning: no reaction: {error}', file=sys.stderr)
 
 
-def _bot_bodies(forge, number: int) -> list[str]:
-    """The bodies of the bot's comments on a PR, where its markers live (see `defuse` for why they can be trusted)."""
-    return [note.body for note in forge.comments(number) if note.by_bot]
+def _bot_bodies(notes: list[Note]) -> list[str]:
+    """The bodies of the bot's comments among a PR's `notes`, where its markers live (see `defuse` for why they can be
+    trusted)."""
+    return [note.body for note in notes if note.by_bot]
 
 
 def defuse(text: str) -> str:
@@ -237,7 +238,7 @@ def _comment(event: Event, root: Path, config: Config, environ: Mapping[str, str
         return {**outputs, 'authorized': 'true', 'command': 'help'}
     now = datetime.datetime.now(datetime.timezone.utc)
     decision = commands.authorize(login, str(comment.get('author_association', 'NONE')), forge.permission(login),
-                                  _bot_bodies(forge, number), now, config, len(command.runners))
+                                  _bot_bodies(forge.comments(number)), now, config, len(command.runners))
     pull = forge.get_pull(number)
     if decision.allowed and pull.state != 'open':
         decision = commands.Decision(False, f'#{number} is {pull.state}')
@@ -410,7 +411,7 @@ def post(forge, event: Event, artifact: dict) -> str:
     forge with a pointer to this run where it is longer), its check run, and the whole body in the job summary (on
     GitLab, which has none, in the job's log)."""
     body = defuse(artifact['body']).rstrip('\n') + '\n'
-    fitted = fit_body(body, forge.body_limit - len(marker(artifact['purpose'])) - 1, event.run_url)
+    fitted = fit_body(body, sticky_room(artifact['purpose'], forge.body_limit), event.run_url)
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
     check = artifact.get('check')
     if check:
@@ -425,15 +426,18 @@ def post(forge, event: Event, artifact: dict) -> str:
     return comment.url
 
 
-def mark_done(forge, number: int, run: str) -> None:
-    """Add the `done` marker of `run` to the bot's accepted reply that queued it: one record per job, which no later
-    comment replaces (a result comment is sticky per command and runner class, so a marker there lasted only until the
-    next result, and the jobs it had finished counted as queued again)."""
-    done = commands.marker('done', run=run)
-    for note in forge.comments(number):
+def _mark_done(forge, number: int, run: str, notes: list[Note]) -> None:
+    """Add the `done` marker of `run` to the bot's accepted reply among `notes` that queued it: one record per job,
+    which no later comment replaces (a result comment is sticky per command and runner class, so a marker there lasted
+    only until the next result, and the jobs it had finished counted as queued again)."""
+    for note in notes:
         accepted = commands.markers([note.body], 'accepted') if note.by_bot else []
-        if any(str(m.get('run')) == run for m in accepted) and done not in note.body:
-            forge.edit_comment(number, note.id, f"{note.body.rstrip(chr(10))}\n{done}\n")
+        if any(str(m.get('run')) == run for m in accepted) and not commands.markers([note.body], 'done'):
+            forge.edit_comment(number, note.id, _with_done(note.body, run))
+
+
+def _with_done(body: str, run: str) -> str:
+    return f"{body.rstrip(chr(10))}\n{commands.marker('done', run=run)}\n"
 
 
 def _validate(forge, event: Event, artifact: dict, accepted_on: Callable[[int], list[dict]]) -> None:
@@ -488,8 +492,11 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
 
     # the results of one run share a PR: its comments are read once
     @functools.cache
+    def notes_on(pr: int) -> list[Note]:
+        return forge.comments(pr)
+
     def accepted_on(pr: int) -> list[dict]:
-        return commands.markers(_bot_bodies(forge, pr), 'accepted')
+        return commands.markers(_bot_bodies(notes_on(pr)), 'accepted')
 
     valid, refused = [], []
     for path in paths:
@@ -505,17 +512,18 @@ def _workflow_run(event: Event, folder: Path | None, environ: Mapping[str, str],
     refused += [f"artifact rejected: the run left {count} {kind} artifacts for '{purpose}', where one is expected"
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
-    for number, artifact in enumerate(valid):
+    for index, artifact in enumerate(valid):
         # the report comes from the PR's own workflow run, which runs the workflow files as the PR has them
         if artifact['check'] and any(path.startswith('.github/') for path in forge.changed_paths(artifact['pr'])):
             print(f"mrbot action: no check run for #{artifact['pr']}: it changes files under .github/, where the "
                   'workflow that wrote its report lives', file=sys.stderr)
-            valid[number] = {**artifact, 'check': None}
+            valid[index] = {**artifact, 'check': None}
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
     posted = [post(forge, event, artifact) for artifact in valid
               if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]
     for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
-        mark_done(forge, pr, str(event.payload['workflow_run']['id']))
+        # the accepted replies are as they were read for the checks above: posting results changes none of them
+        _mark_done(forge, pr, str(event.payload['workflow_run']['id']), notes_on(pr))
     if refused:
         raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
     return posted
@@ -530,16 +538,16 @@ def _timestamp(value: object) -> str:
         return ''
 
 
-def _gitlab_command(forge, number: int, environ: Mapping[str, str]) -> tuple[str, str, Note | None]:
+def _gitlab_command(notes: list[Note], number: int, environ: Mapping[str, str]) -> tuple[str, str, Note | None]:
     """The command a GitLab job runs, who asked for it, and the note it came from. A webhook receiver names the note
     (MRBOT_COMMAND_NOTE), which is read back through the API with its author; otherwise the command is MRBOT_COMMAND,
     asked by whoever ran the job (GitLab's own GITLAB_USER_LOGIN). Never a name from a variable: whoever runs a job
-    sets those, and could post as anyone and leave their own cooldown behind."""
+    sets those, and could post as anyone and leave their own cooldown behind. `notes` are the MR's, as read."""
     named = environ.get('MRBOT_COMMAND_NOTE', '')
     if named:
         if not named.isdigit() or len(named) > 20:
             raise MrbotError(f'MRBOT_COMMAND_NOTE {named[:40]!r}: expected the id of a note on !{number}')
-        note = next((n for n in forge.comments(number) if n.id == int(named)), None)
+        note = next((n for n in notes if n.id == int(named)), None)
         if note is None:
             raise MrbotError(f'MRBOT_COMMAND_NOTE {named}: !{number} has no such note')
         if note.by_bot:
@@ -570,7 +578,8 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     runner = environ.get('MRBOT_RUNNER', '')
     if runner not in config.runners:
         raise MrbotError(f"a command needs MRBOT_RUNNER, this job's class: one of {', '.join(config.runners)}")
-    line, user, note = _gitlab_command(forge, number, environ)
+    notes = forge.comments(number)
+    line, user, note = _gitlab_command(notes, number, environ)
     try:
         command = commands.parse(line, load_specs(root, config), config)
     except commands.UsageError as error:
@@ -579,7 +588,7 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     if command.kind == 'help' or runner not in command.runners:
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
     # whoever asked, and whoever ran the job (a person in the UI, or the account of a webhook receiver), must both be allowed
-    now, bot_bodies = datetime.datetime.now(datetime.timezone.utc), _bot_bodies(forge, number)
+    now, bot_bodies = datetime.datetime.now(datetime.timezone.utc), _bot_bodies(notes)
     decision = commands.Decision(True)
     if note is not None and any(m.get('note') == note.id for m in commands.markers(bot_bodies, 'accepted')):
         decision = commands.Decision(False, f'note {note.id} has been run already; a new note asks again')
@@ -599,13 +608,15 @@ def _gitlab(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
         forge.post_comment(number, _refusal(command, decision))
         return 0
     # the same markers as on GitHub, so that the cooldown and the queue hold across pipelines
-    forge.post_comment(number, _acceptance(user, command, (runner,), sha, event, now, note and note.id))
+    acceptance = _acceptance(user, command, (runner,), sha, event, now, note.id if note else None)
+    accepted = forge.post_comment(number, acceptance)
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': user, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'
     code = run_job(root, config, jobs, folder, event.run_url)
     post(forge, event, read_artifact(folder))
-    mark_done(forge, number, event.run_id)
+    # the job is done where it was queued, as the poster marks it on GitHub
+    forge.edit_comment(number, accepted.id, _with_done(acceptance, event.run_id))
     return code
 
 

@@ -234,6 +234,11 @@ def utc_timestamp(moment: datetime | str) -> str:
     return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat()
 
 
+def sticky_room(purpose: str, limit: int) -> int:
+    """How many characters the body of the bot's comment for `purpose` may have on a forge of `limit`."""
+    return limit - len(marker(purpose)) - 1
+
+
 def sticky_text(purpose: str, body: str, limit: int) -> str:
     """What the bot's comment for `purpose` holds: the marker line, then `body`; together within `limit`."""
     text = f'{marker(purpose)}\n{body}'
