@@ -4,8 +4,10 @@
 
 Every Python file of the repository is indexed: its imports anywhere in the file (conditional and function-local
 ones included, relative ones resolved), `importlib.import_module` / `__import__` calls with literal names or literal
-package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time. A test
-file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
+package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time and call
+the backends whose classes have a method named like the dispatched function. What a backend class's methods import is
+reached through those functions and through whoever imports the class, not through the registry that only registers
+it. A test file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
 chain of files that connects them is its reason. Packaging and configured global paths select the full suite, and
 data files select the tests of the modules configured to read them.
 
@@ -35,7 +37,7 @@ from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Sele
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
 
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -86,8 +88,10 @@ def parse_file(path: str, text: str) -> dict:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {'imports': [], 'dynamic': [], 'dispatch': [], 'kernels': [], 'dispatched': [], 'methods': [],
-                'aliased': [], 'error': True}
+                'aliased': [], 'method_imports': {}, 'error': True}
     imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
+    # what a backend class's method imports runs only when that method does
+    method_of, method_imports = _backend_method_imports(path, tree), {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and any(is_jit(d) for d in node.decorator_list):
             calls = sorted({_called(call) for call in ast.walk(node) if isinstance(call, ast.Call)} - {''})
@@ -97,11 +101,13 @@ def parse_file(path: str, text: str) -> dict:
             dispatched.append(node.name)
         elif isinstance(node, ast.ClassDef) and '/backends/' in f'/{path}':
             methods.extend(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        elif isinstance(node, ast.Import):
-            imports.extend([alias.name, []] for alias in node.names)
-            aliased.extend(alias.name for alias in node.names if alias.asname)
-        elif isinstance(node, ast.ImportFrom):
-            imports.append([imported_module(_package(path), node), [alias.name for alias in node.names]])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            entries = ([[alias.name, []] for alias in node.names] if isinstance(node, ast.Import)
+                       else [[imported_module(_package(path), node), [alias.name for alias in node.names]]])
+            method = method_of.get(id(node))
+            (imports if method is None else method_imports.setdefault(method, [])).extend(entries)
+            if isinstance(node, ast.Import):
+                aliased.extend(alias.name for alias in node.names if alias.asname)
         elif isinstance(node, ast.Call) and node.args:
             name, first = _called(node), node.args[0]
             if name in ('import_module', '__import__'):
@@ -114,7 +120,23 @@ def parse_file(path: str, text: str) -> dict:
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])
     return {'imports': imports, 'dynamic': dynamic, 'dispatch': dispatch, 'kernels': kernels,
-            'runs_code': _runs_code(tree.body), 'dispatched': dispatched, 'methods': methods, 'aliased': aliased}
+            'runs_code': _runs_code(tree.body), 'dispatched': dispatched, 'methods': methods, 'aliased': aliased,
+            'method_imports': method_imports}
+
+
+def _backends_package(path: str) -> str:
+    """`fla/ops/common/backends/npu/__init__.py` -> `fla/ops/common/backends/`."""
+    return path[:f'/{path}'.index('/backends/') + len('backends/')]
+
+
+def _backend_method_imports(path: str, tree: ast.Module) -> dict[int, str]:
+    """In a file under a `backends/` folder, the import statements inside each class's methods (by `id`), with the
+    name of the method."""
+    if '/backends/' not in f'/{path}':
+        return {}
+    return {id(inner): method.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for inner in ast.walk(method) if isinstance(inner, (ast.Import, ast.ImportFrom))}
 
 
 def _runs_code(body: list[ast.stmt]) -> bool:
@@ -259,29 +281,44 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
             else:
                 on_the_way(path, file, None if holds_top else ())
 
+    def take(path: str, module: str, names: list[str], aliased: Iterable[str]) -> None:
+        """`path` imports `names` of `module` (none: the module itself)."""
+        label = ','.join(names[:2]) + (',...' if len(names) > 2 else '')
+        target = by_module.get(module)
+        taken = None if not names or '*' in names else names
+        if target is None or not target.endswith('__init__.py') or taken is None:
+            # `import a.b` binds `a`, through which any name of the packages on the way can be reached
+            depend(path, module, label, taken, holds_top=not names and module not in aliased)
+            return
+        # a name from a package: the module that defines it, through the package's re-exports
+        for parent in module_files(module):
+            on_the_way(path, parent, names if parent == target else ())
+        for name in names:
+            submodule = f'{module}.{name}'
+            if submodule in by_module:
+                graph.importers.setdefault(submodule, set()).add(path)
+                depend(path, submodule, name, None)
+                continue
+            chain = definition_chain(index, by_module, module, name)
+            for file in chain[1:-1]:
+                on_the_way(path, file, [name])
+            depend(path, module_name(chain[-1]), name, [name])
+
+    dispatched = {name for facts in index.values() for name in facts.get('dispatched', ())}
+    # what the methods of a file's backend classes that dispatch calls by name import: [module, names] by file
+    served: dict[str, list] = {}
     for path, facts in index.items():
         for module, names in facts['imports']:
             graph.importers.setdefault(module, set()).add(path)
-            label = ','.join(names[:2]) + (',...' if len(names) > 2 else '')
-            target = by_module.get(module)
-            taken = None if not names or '*' in names else names
-            if target is None or not target.endswith('__init__.py') or taken is None:
-                # `import a.b` binds `a`, through which any name of the packages on the way can be reached
-                depend(path, module, label, taken, holds_top=not names and module not in facts.get('aliased', ()))
-            else:
-                # a name from a package: the module that defines it, through the package's re-exports
-                for parent in module_files(module):
-                    on_the_way(path, parent, names if parent == target else ())
-                for name in names:
-                    submodule = f'{module}.{name}'
-                    if submodule in by_module:
-                        graph.importers.setdefault(submodule, set()).add(path)
-                        depend(path, submodule, name, None)
-                        continue
-                    chain = definition_chain(index, by_module, module, name)
-                    for file in chain[1:-1]:
-                        on_the_way(path, file, [name])
-                    depend(path, module_name(chain[-1]), name, [name])
+            take(path, module, names, facts.get('aliased', ()))
+        for method, imports in facts.get('method_imports', {}).items():
+            for module, names in imports:
+                graph.importers.setdefault(module, set()).add(path)
+                if method in dispatched or method.removesuffix('_verifier') in dispatched:
+                    served.setdefault(path, []).append([module, names])
+                else:
+                    # `is_available` and the like run for every dispatched call
+                    take(path, module, names, facts.get('aliased', ()))
         for dynamic in facts['dynamic']:
             if dynamic.endswith('.'):
                 for module, target in by_module.items():
@@ -289,17 +326,35 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
                         graph.add(path, target, 'import_module')
             for target in module_files(dynamic.rstrip('.')):
                 graph.add(path, target, 'import_module')
+
+    def serve(path: str, package: str) -> None:
+        for server, imports in served.items():
+            if _backends_package(server) == package:
+                for module, names in imports:
+                    take(path, module, names, index[server].get('aliased', ()))
+
+    # who imports from a backends package (a backend class, or the registry holding them) may call any of their
+    # methods; a registry under `backends/` only registers them, and dispatch calls them by name (below)
+    for path, targets in list(graph.depends.items()):
+        if '/backends/' not in f'/{path}':
+            for package in {_backends_package(target) for target in targets
+                            if '/backends/' in f'/{target}' and (path, target) not in graph.shallow}:
+                serve(path, package)
+    for path, facts in index.items():
         for operation, explicit in facts['dispatch']:
             top = module_name(path).split('.')[0]
             # an operation named after a package (upstream's 'modules') keeps its backends there
             backends = explicit or next((candidate for candidate in (f'{top}.ops.{operation}.backends',
                                                                      f'{top}.{operation}.backends')
                                          if candidate in by_module), f'{top}.ops.{operation}.backends')
+            # dispatch imports the backends package, which registers its backends (a namespace package: all of it)
+            registry = by_module.get(backends)
             for module, target in by_module.items():
-                if module == backends or module.startswith(backends + '.'):
+                if target == registry or (registry is None and module.startswith(backends + '.')):
                     graph.add(path, target, f"dispatch('{operation}')")
-    # a backend method named like a dispatched function may serve it, whichever op registered the backend: linked
-    # by name, as upstream's selector does, since a missed test costs more than an extra one
+    # a backend class with a method named like a dispatched function may serve it, whichever op registered the
+    # backend: linked by name, with every backend of its package as upstream's selector links them, since a missed
+    # test costs more than an extra one
     servers: dict[str, set[str]] = {}
     for path, facts in index.items():
         for method in facts.get('methods', ()):
@@ -308,6 +363,7 @@ def build_graph(index: dict[str, dict], config: Config) -> Graph:
         for function in facts.get('dispatched', ()):
             for server in servers.get(function, ()):
                 graph.add(path, server, f'backend {function}')
+                serve(path, _backends_package(server))
     for test in test_files_of(index, config):
         folders = test.split('/')[:-1]
         for depth in range(len(folders), -1, -1):

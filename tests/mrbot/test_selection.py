@@ -85,7 +85,45 @@ def test_a_backend_change_selects_the_dispatched_ops_tests(library):
     assert _tests(library, 'fla/ops/kda/backends/flash.py') == ['tests/ops/test_kda.py']
     assert _because(library, 'fla/ops/kda/backends/flash.py', 'tests/ops/test_kda.py') == (
         'fla/ops/kda/chunk.py:chunk_kda',
-        "fla/ops/kda/backends/flash.py:dispatch('kda')")
+        'fla/ops/kda/backends/flash.py:backend chunk_kda')
+
+
+# upstream's shape: a backend class's methods import their kernels lazily, and dispatch calls only the method named
+# like the dispatched function (and its verifier) after asking every backend whether it is available
+BACKEND_METHODS = {
+    'fla/__init__.py': '',
+    'fla/utils.py': 'IS_NPU = False\n',
+    'fla/ops/__init__.py': '',
+    'fla/ops/backends/__init__.py': 'def dispatch(op):\n    return lambda f: f\n',
+    'fla/ops/common/__init__.py': '',
+    'fla/ops/common/fwd_h.py': '@dispatch("common")\ndef fwd_h(x):\n    return x\n',
+    'fla/ops/common/plain.py': '@dispatch("common")\ndef plain(x):\n    return x\n',
+    'fla/ops/common/backends/__init__.py': 'from .npu import NpuBackend\n\nREGISTERED = [NpuBackend()]\n',
+    'fla/ops/common/backends/npu/__init__.py': (
+        'class NpuBackend:\n'
+        '    def is_available(self):\n        from fla.utils import IS_NPU\n        return IS_NPU\n\n'
+        '    def fwd_h_verifier(self, x):\n        from .checks import shape_ok\n        return shape_ok(x)\n\n'
+        '    def fwd_h(self, x):\n        from .fwd_h import fwd_h_npu\n        return fwd_h_npu(x)\n'),
+    'fla/ops/common/backends/npu/fwd_h.py': 'def fwd_h_npu(x):\n    return x\n',
+    'fla/ops/common/backends/npu/checks.py': 'def shape_ok(x):\n    return True, None\n',
+    'tests/test_fwd_h.py': 'from fla.ops.common.fwd_h import fwd_h\n',
+    'tests/test_plain.py': 'from fla.ops.common.plain import plain\n',
+    'tests/test_npu_backend.py': 'from fla.ops.common.backends.npu import NpuBackend\n',
+}
+
+
+@pytest.mark.parametrize(('changed', 'expected'), [
+    # no backend has a `plain` method: dispatching it never runs the NPU kernel or its verifier
+    ('fla/ops/common/backends/npu/fwd_h.py', ['tests/test_fwd_h.py', 'tests/test_npu_backend.py']),
+    ('fla/ops/common/backends/npu/checks.py', ['tests/test_fwd_h.py', 'tests/test_npu_backend.py']),
+    # `is_available` runs for every dispatched call, and the class itself is every dispatcher's
+    ('fla/utils.py', ['tests/test_fwd_h.py', 'tests/test_npu_backend.py', 'tests/test_plain.py']),
+    ('fla/ops/common/backends/npu/__init__.py', ['tests/test_fwd_h.py', 'tests/test_npu_backend.py',
+                                                 'tests/test_plain.py']),
+])
+def test_a_backend_methods_kernel_reaches_only_the_functions_dispatched_to_that_method(repo, changed, expected):
+    repo.commit({**BACKEND_METHODS, 'pyproject.toml': '[tool.mrbot]\nglobal-paths = []\n'})
+    assert _tests(repo, changed) == expected
 
 
 def test_conftest_selects_every_test_below_its_folder(library):
