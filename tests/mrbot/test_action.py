@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from mrbot import action, commands
+from mrbot import commands
+from mrbot.ci import event as ci_event
+from mrbot.ci import job
+from mrbot.ci.artifacts import ARTIFACT
 from mrbot.cli import main
 from mrbot.commands import Command
 from mrbot.config import Config
@@ -83,7 +86,7 @@ class Bot:
         server.collaborators.update(alice=('write', 'write'), olivia=('admin', 'admin'))
         monkeypatch.chdir(repo.root)
         # the adapters' default pauses between writes are PyGithub's (1 s); a test has no rate limit to respect
-        monkeypatch.setattr(action, '_connect', lambda kind, project, environ: connect(
+        monkeypatch.setattr(ci_event, 'open_forge', lambda kind, project, environ: connect(
             kind, project, url=server.url, token=ACTIONS_TOKEN, environ={}, backoff=BACKOFF))
         self.runs = 0
 
@@ -222,8 +225,8 @@ def test_the_poster_rejects_a_forged_pr_number(bot, capsys):
     victim = bot.server.open_pull('main', title='[Docs] Someone else')
     folder = bot.tmp / 'artifact'
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
-    artifact = json.loads((folder / action.ARTIFACT).read_text())
-    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim, 'body': 'LGTM, merge it'}))
+    artifact = json.loads((folder / ARTIFACT).read_text())
+    (folder / ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim, 'body': 'LGTM, merge it'}))
     capsys.readouterr()
     # the triggering run lists no PR (as for a fork), so only the PR's own head can vouch for the number
     code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, []), '--artifact', str(folder))
@@ -316,12 +319,12 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
         monkeypatch.setenv(name, value)
     # this machine has no GPU: the job refuses to pretend it is a hopper runner, and says so in its result
     assert main(['action', 'run', '--out', str(folder)]) == 1
-    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    artifact = json.loads((folder / ARTIFACT).read_text())
     assert artifact['purpose'] == 'bench-hopper' and artifact['run'] == '4242'
     assert 'this runner has no GPU, but class hopper needs sm_90' in artifact['body']
     forged = bot.tmp / 'forged'
     forged.mkdir()
-    (forged / action.ARTIFACT).write_text(json.dumps({**artifact, 'run': '4243'}))
+    (forged / ARTIFACT).write_text(json.dumps({**artifact, 'run': '4243'}))
     assert bot.act('workflow_run', bot.command_run(4243), '--artifact', str(forged))[0] == 2
     code, _, _ = bot.act('workflow_run', bot.command_run(4242), '--artifact', str(folder))
     assert code == 0
@@ -341,7 +344,7 @@ def test_finished_jobs_stay_finished_when_later_results_replace_the_result_comme
                                 str(folder / 'mrbot-accepted'), run_id=run)
         assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
         (folder / 'mrbot-result-hopper').mkdir()
-        (folder / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+        (folder / 'mrbot-result-hopper' / ARTIFACT).write_text(json.dumps(
             {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': str(run),
              'purpose': 'bench-hopper', 'body': f'### mrbot bench on hopper\n\nrun {run}\n', 'check': None}))
         assert bot.act('workflow_run', bot.command_run(run), '--artifact', str(folder))[0] == 0
@@ -357,7 +360,7 @@ def test_a_result_longer_than_a_comment_is_posted_cut_with_a_pointer_and_whole_i
     bot.act('issue_comment', bot.comment_payload('/test'), '--artifact', str(folder / 'mrbot-accepted'), run_id=75)
     failure = '### mrbot test on hopper\n\n```\n' + 'E   AssertionError: tensors differ\n' * 2_100 + '```\n'
     (folder / 'mrbot-result-hopper').mkdir()
-    (folder / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+    (folder / 'mrbot-result-hopper' / ARTIFACT).write_text(json.dumps(
         {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '75', 'purpose': 'test-hopper',
          'body': failure, 'check': None}))
     code, _, job_summary = bot.act('workflow_run', bot.command_run(75), '--artifact', str(folder))
@@ -375,7 +378,7 @@ def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypat
         monkeypatch.setenv(name, value)
     folder = bot.tmp / 'result'
     assert main(['action', 'run', '--out', str(folder)]) == 1
-    body = json.loads((folder / action.ARTIFACT).read_text())['body']
+    body = json.loads((folder / ARTIFACT).read_text())['body']
     assert f'the checkout is at {bot.head[:12]}, but the command was authorized for {bot.base[:12]}' in body
 
 
@@ -394,12 +397,12 @@ def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_
         folder = downloaded / f'mrbot-result-{runner}'
         folder.mkdir(parents=True)
         body = f'### mrbot test on {runner}\n\nall green\n'
-        (folder / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+        (folder / ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
                                                           'run': '31', 'purpose': f'test-{runner}', 'body': body,
                                                           'check': None}))
     stranger = downloaded / 'mrbot-result-ampere'
     stranger.mkdir()
-    (stranger / action.ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+    (stranger / ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
                                                         'run': '31', 'purpose': 'test-ampere', 'body': 'all green',
                                                         'check': None}))
     code, _, _ = bot.act('workflow_run', bot.command_run(31), '--artifact', str(downloaded))
@@ -421,7 +424,7 @@ def lab(repo, monkeypatch):
         iid = server.open_merge_request('topic', title='[Ops] Add shift', description=BODY)
         server.members['alice'] = 30
         monkeypatch.chdir(repo.root)
-        monkeypatch.setattr(action, '_connect', lambda kind, project, environ: connect(
+        monkeypatch.setattr(ci_event, 'open_forge', lambda kind, project, environ: connect(
             kind, project, url=server.url, token=PROJECT_TOKEN, environ={}, backoff=BACKOFF))
         for name, value in {'CI_PROJECT_PATH': server.project, 'CI_COMMIT_SHA': head, 'CI_MERGE_REQUEST_IID': str(iid),
                             'CI_MERGE_REQUEST_DIFF_BASE_SHA': base, 'CI_MERGE_REQUEST_TITLE': '[Ops] Add shift',
@@ -460,6 +463,25 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     # a second request within the cooldown is refused, as on GitHub
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
+
+
+def test_a_gitlab_command_is_answered_as_on_github_closed_refused_note_reacted_bench_base_from_the_target(
+        lab, monkeypatch):
+    server, iid, _ = lab
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
+    note = server.add_note(iid, '/bench --on hopper', author='alice')
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
+    server.merge_requests[iid]['state'] = 'closed'
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert server.notes_on(iid)[-1][1] == f'Not running `/bench --on hopper --rounds 10`: !{iid} is closed.'
+    assert [(award[0], award[1]) for award in server.awards] == [(note, 'thumbsdown')]
+    server.merge_requests[iid]['state'] = 'opened'
+    # this runner has no GPU: the job fails after accepting, which is what this test needs
+    assert main(['action', '--forge', 'gitlab']) == 1
+    accepted = server.notes_on(iid)[-2][1]
+    assert accepted.startswith('Accepted from @alice: mrbot bench ') and ', against main, ' in accepted
+    assert [(award[0], award[1]) for award in server.awards][-1] == (note, 'eyes')
 
 
 def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_a_variable(lab, monkeypatch):
@@ -508,14 +530,14 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
 ])
 def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeypatch, kind, args, expected):
     # stands in for an H200: the capability probe is the only part of the job that needs the hardware
-    monkeypatch.setattr(action, '_capability', lambda: 'sm_90')
+    monkeypatch.setattr(job, '_capability', lambda: 'sm_90')
     for name, value in {'MRBOT_COMMAND': kind, 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper', 'MRBOT_USER': 'alice',
                         'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps(args), 'GITHUB_RUN_ID': '88',
                         'GITHUB_REPOSITORY': PROJECT, 'GITHUB_SERVER_URL': 'https://github.example'}.items():
         monkeypatch.setenv(name, value)
     folder = bot.tmp / 'result'
     assert main(['action', 'run', '--out', str(folder)]) == 0
-    body = json.loads((folder / action.ARTIFACT).read_text())['body']
+    body = json.loads((folder / ARTIFACT).read_text())['body']
     assert body.startswith(f'### mrbot {kind} on hopper\n')
     line = Command(kind, args, ('hopper',)).line()
     assert (f'Asked by @alice with `{line}`; head `{bot.head[:10]}`, base `{bot.base[:10]}`; '
@@ -528,11 +550,11 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     downloaded = bot.tmp / 'downloaded'
     bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), '--artifact',
             str(downloaded / 'mrbot-accepted'), run_id=64)
-    assert sorted(p.parent.name for p in downloaded.rglob(action.ARTIFACT)) == ['accepted-blackwell', 'accepted-hopper']
+    assert sorted(p.parent.name for p in downloaded.rglob(ARTIFACT)) == ['accepted-blackwell', 'accepted-hopper']
     # the hopper job finished; the blackwell job was cancelled before it wrote anything
     (downloaded / 'mrbot-result-hopper').mkdir()
     body = '### mrbot bench on hopper\n\nall rows same\n'
-    (downloaded / 'mrbot-result-hopper' / action.ARTIFACT).write_text(json.dumps(
+    (downloaded / 'mrbot-result-hopper' / ARTIFACT).write_text(json.dumps(
         {'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '64', 'purpose': 'bench-hopper',
          'body': body, 'check': None}))
     listings = bot.server.count('GET', f'/issues/{bot.number}/comments')
@@ -565,7 +587,7 @@ def test_a_marker_smuggled_in_a_title_is_defused_and_a_pr_run_cannot_post_a_resu
     # the PR's own run leaves a "result" with a green check run: the poster refuses it
     folder = bot.tmp / 'fake-result'
     folder.mkdir()
-    (folder / action.ARTIFACT).write_text(json.dumps({
+    (folder / ARTIFACT).write_text(json.dumps({
         'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '9100', 'purpose': 'bench-hopper',
         'body': '12 faster, 0 slower', 'check': None}))
     capsys.readouterr()
@@ -579,7 +601,7 @@ def test_only_a_report_may_publish_a_check_run(bot, capsys):
     folder = bot.tmp / 'result'
     folder.mkdir()
     check = {'conclusion': 'success', 'title': 'all good', 'summary': '', 'annotations': []}
-    (folder / action.ARTIFACT).write_text(json.dumps({
+    (folder / ARTIFACT).write_text(json.dumps({
         'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head, 'run': '77', 'purpose': 'bench-hopper',
         'body': 'fine', 'check': check}))
     capsys.readouterr()
@@ -591,9 +613,9 @@ def test_only_a_report_may_publish_a_check_run(bot, capsys):
 def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_purpose(bot, capsys):
     folder = bot.tmp / 'artifact'
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
-    artifact = json.loads((folder / action.ARTIFACT).read_text())
+    artifact = json.loads((folder / ARTIFACT).read_text())
     # the PR's own run wrote the artifact: it may name any check, such as one that branch protection requires
-    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'check': {**artifact['check'], 'name': 'required'}}))
+    (folder / ARTIFACT).write_text(json.dumps({**artifact, 'check': {**artifact['check'], 'name': 'required'}}))
     payload = bot.workflow_run_payload(9200, bot.head, [bot.number])
     assert bot.act('workflow_run', payload, '--artifact', str(folder))[0] == 0
     assert [run['name'] for run in bot.server.check_runs] == ['mrbot check']
@@ -601,7 +623,7 @@ def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_p
     many = bot.tmp / 'many'
     for number in range(20):
         (many / f'copy{number}').mkdir(parents=True)
-        (many / f'copy{number}' / action.ARTIFACT).write_text(json.dumps(artifact))
+        (many / f'copy{number}' / ARTIFACT).write_text(json.dumps(artifact))
     def edits() -> int:
         return sum(method == 'PATCH' and '/issues/comments/' in path for method, path in bot.server.requests)
 
@@ -618,8 +640,8 @@ def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
     victim = bot.server.open_pull('copy', title='[Docs] Someone else')
     folder = bot.tmp / 'artifact'
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
-    artifact = json.loads((folder / action.ARTIFACT).read_text())
-    (folder / action.ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim}))
+    artifact = json.loads((folder / ARTIFACT).read_text())
+    (folder / ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim}))
     capsys.readouterr()
     assert bot.act('workflow_run', bot.workflow_run_payload(9003, bot.head, []), '--artifact', str(folder))[0] == 2
     assert f'#{victim} comes from {PROJECT}:copy, but the run checked {PROJECT}:topic' in capsys.readouterr().err

@@ -1,0 +1,139 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The answer to a command on a pull or merge request, decided once for both forges.
+
+A command is parsed, its asker (and on GitLab whoever ran the job) authorized, the request checked to be open and its
+head to be the commit the asker could have seen, and the command checked again as the GPU job will read it. The
+answer is a reply and a reaction; an accepted one carries the marker the cooldown and the queue count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+from dataclasses import dataclass
+
+from mrbot import commands
+from mrbot.bench.specs import OpSpec
+from mrbot.ci.event import Ended
+from mrbot.config import Config
+from mrbot.forges import Forge
+from mrbot.records import MrbotError
+
+
+@dataclass(frozen=True)
+class Request:
+    """A command as the forge gave it.
+
+    `association` is GitHub's author_association of the comment, None where the forge has none (the asker's
+    permission decides). `given_at` is when it was given (ISO 8601 in UTC), None where no asker's view dates it (a
+    GitLab job its starter runs in the pipeline they see). `note` is a GitLab note that names the command, run once;
+    `job_user` whoever ran a GitLab job, who must be allowed too. `head_sha` is the commit the job will run where the
+    pipeline fixes it (GitLab), None for the request's head.
+    """
+
+    number: int
+    text: str
+    asker: str
+    association: str | None
+    given_at: str | None
+    note: int | None = None
+    job_user: str = ''
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What to say: the reply and a reaction to the command ('confused', '+1', '-1' or 'eyes'); for an accepted
+    command (help included) the command, and for one that runs, the runner classes and the commit."""
+
+    reply: str
+    reaction: str
+    command: commands.Command | None = None
+    runners: tuple[str, ...] = ()
+    sha: str = ''
+
+
+def reference(forge: Forge, number: int) -> str:
+    """How the forge writes a request: #12 on GitHub, !12 on GitLab."""
+    return f"{'!' if forge.name == 'gitlab' else '#'}{number}"
+
+
+def _usage(user: str, error: commands.UsageError) -> str:
+    return f'@{user} {error}.\n\n```\n{commands.USAGE}\n```'
+
+
+def _refusal(command: commands.Command, decision: commands.Decision) -> Answer:
+    return Answer(f'Not running `{command.line()}`: {decision.reason}.', '-1')
+
+
+def acceptance(user: str, command: commands.Command, runners: tuple[str, ...], sha: str, run_id: str, run_url: str,
+               now: datetime.datetime, note: int | None = None) -> str:
+    """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count (and,
+    for a command read from a GitLab note, the note, which is run once)."""
+    hidden = commands.marker('accepted', run=run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
+                             command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
+    return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
+            f'back here. [The run]({run_url}).\n{hidden}')
+
+
+def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], bot_bodies: list[str],
+           now: datetime.datetime, run_id: str, run_url: str, runner: str | None = None) -> Answer:
+    """Decide the answer to `request`. `bot_bodies` are the bot's comments on the request, where its markers live.
+    `runner` is this job's runner class where one job runs per class (GitLab): a command for other classes, or help,
+    is not this job's to answer (Ended)."""
+    try:
+        command = commands.parse(request.text, specs, config)
+    except commands.UsageError as error:
+        return Answer(_usage(request.asker, error), 'confused')
+    if runner is not None and (command.kind == 'help' or runner not in command.runners):
+        raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
+    if command.kind == 'help':
+        return Answer(f'```\n{commands.USAGE}\n```', '+1', command)
+    runners = command.runners if runner is None else (runner,)
+    where = reference(forge, request.number)
+    if request.note is not None and any(m.get('note') == request.note
+                                        for m in commands.markers(bot_bodies, 'accepted')):
+        return _refusal(command, commands.Decision(False, f'note {request.note} has been run already; a new note '
+                                                          'asks again'))
+    for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
+        permission = forge.permission(login)
+        association = (request.association if login == request.asker and request.association is not None
+                       else 'MEMBER' if permission != 'none' else 'NONE')
+        decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners))
+        if not decision.allowed:
+            return _refusal(command, decision)
+    pull = forge.get_pull(request.number)
+    if pull.state != 'open':
+        return _refusal(command, commands.Decision(False, f'{where} is {pull.state}'))
+    sha = request.head_sha or pull.head_sha
+    decision = commands.head_moved(command, sha, where)
+    if decision.allowed and request.given_at is not None and not command.args.get('sha'):
+        # unpinned, it runs the head as it is now: only if that is the head the asker saw
+        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(dataclasses.replace(pull, head_sha=sha)),
+                                         sha, where)
+    if not decision.allowed:
+        return _refusal(command, decision)
+    if command.kind == 'bench' and not command.args['base']:
+        command = dataclasses.replace(command, args={**command.args, 'base': pull.base_branch})
+    try:
+        # what the GPU job will parse again: refuse here what it would refuse there
+        for each in runners:
+            commands.from_json(command.kind, command.args, each, specs, config)
+    except commands.UsageError as error:
+        return Answer(_usage(request.asker, error), 'confused')
+    return Answer(acceptance(request.asker, command, runners, sha, run_id, run_url, now, request.note), 'eyes',
+                  command, runners, sha)
+
+
+def deliver(forge: Forge, number: int, comment_id: int | None, given: Answer) -> int:
+    """Post the reply and react to the command's comment, where there is one; returns the reply's id."""
+    reply = forge.post_comment(number, given.reply)
+    if comment_id is not None:
+        # a reaction is a courtesy: failing to add one must not lose what the reply and outputs carry
+        try:
+            forge.add_reaction(number, comment_id, given.reaction)
+        except MrbotError as error:
+            print(f'mrbot action: warning: no reaction: {error}', file=sys.stderr)
+    return reply.id

@@ -1,0 +1,56 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""What CI says happened, and the step outputs and summary it reads back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mrbot.forges import Forge, connect, utc_timestamp
+
+
+class Ended(Exception):
+    """Nothing for the bot to do with this event; the message says why."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """What CI says happened, and where to write outputs; `payload` is the webhook payload (GitHub) or {} (GitLab)."""
+
+    name: str
+    payload: dict
+    repository: str
+    run_id: str
+    run_url: str
+    output: Path | None
+    step_summary: Path | None
+
+
+def open_forge(kind: str, project: str, environ: Mapping[str, str]) -> Forge:
+    """The forge of the event, with the token CI gives (the one place the CI code connects, which tests redirect)."""
+    return connect(kind, project, environ=environ)
+
+
+def write_outputs(event: Event, values: dict[str, str]) -> None:
+    if event.output is None:
+        return
+    with event.output.open('a', encoding='utf-8') as out:
+        for key, value in values.items():
+            out.write(f'{key}={value}\n')
+
+
+def write_summary(event: Event, text: str) -> None:
+    if event.step_summary is not None:
+        with event.step_summary.open('a', encoding='utf-8') as out:
+            out.write(text.rstrip('\n') + '\n')
+
+
+def payload_time(value: object) -> str:
+    """A payload's time as `utc_timestamp` writes it; one that is not a time reads as the earliest possible, so that
+    any push counts as after it."""
+    try:
+        return utc_timestamp(value) if isinstance(value, str) else ''
+    except ValueError:
+        return ''

@@ -1,0 +1,150 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""GitHub Actions: the webhook event a workflow runs for, read from its variables and payload, and acted on.
+
+`pull_request` checks the PR's diff and produces the report; `issue_comment` answers a command; `workflow_run` posts
+what an unprivileged run left as an artifact, after checking that the artifact belongs to that run. With an artifact
+folder the first two write what they would post there instead (a fork PR's token cannot write).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from mrbot import commands, git
+from mrbot.bench.specs import load_specs
+from mrbot.ci import event as ci_event
+from mrbot.ci.answer import Request, answer, deliver
+from mrbot.ci.artifacts import ARTIFACT, write_artifact
+from mrbot.ci.event import Ended, Event, payload_time, write_outputs
+from mrbot.ci.poster import bot_bodies, post, post_run
+from mrbot.ci.report import base_config, check_report
+from mrbot.config import Config, load_config
+from mrbot.records import MrbotError
+from mrbot.workspace import Workspace
+
+PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
+
+
+def github_event(environ: Mapping[str, str]) -> Event:
+    missing = [v for v in ('GITHUB_EVENT_NAME', 'GITHUB_EVENT_PATH', 'GITHUB_REPOSITORY') if not environ.get(v)]
+    if missing:
+        raise MrbotError(f"{', '.join(missing)} not set: mrbot action runs inside GitHub Actions (or set them by hand)")
+    path = Path(environ['GITHUB_EVENT_PATH'])
+    try:
+        text = path.read_text(encoding='utf-8')
+    except OSError as error:
+        raise MrbotError(f'GITHUB_EVENT_PATH {path}: cannot read the webhook payload ({error.strerror})') from None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise Ended(f'GITHUB_EVENT_PATH {path}: the payload is not a JSON object')
+    server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
+    run_id = environ.get('GITHUB_RUN_ID', '')
+    return Event(environ['GITHUB_EVENT_NAME'], payload, environ['GITHUB_REPOSITORY'], run_id,
+                 f"{server}/{environ['GITHUB_REPOSITORY']}/actions/runs/{run_id}",
+                 Path(environ['GITHUB_OUTPUT']) if environ.get('GITHUB_OUTPUT') else None,
+                 Path(environ['GITHUB_STEP_SUMMARY']) if environ.get('GITHUB_STEP_SUMMARY') else None)
+
+
+def pull_request_report(event: Event, root: Path) -> dict:
+    payload = event.payload
+    if payload.get('action') not in PULL_REQUEST_ACTIONS:
+        raise Ended(f"pull_request {payload.get('action')}: only {', '.join(PULL_REQUEST_ACTIONS)} are checked")
+    pull = payload.get('pull_request')
+    if not isinstance(pull, dict):
+        raise Ended('the pull_request payload has no pull_request object')
+    try:
+        number, base, head = int(pull['number']), pull['base']['sha'], pull['head']['sha']
+    except (KeyError, TypeError, ValueError):
+        raise Ended('the pull_request payload lacks number, base.sha or head.sha') from None
+    for sha in (base, head):
+        try:
+            git.resolve(root, sha)
+        except MrbotError:
+            raise MrbotError(f'commit {sha} is not in this checkout: check out with fetch-depth: 0') from None
+    config = base_config(root, base)
+    if pull.get('draft') and not config.check_drafts:
+        raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
+    report = check_report(Workspace(root, config), base, head, pull.get('title'), pull.get('body') or '')
+    return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
+
+
+def comment_command(event: Event, root: Path, config: Config, environ: Mapping[str, str],
+                    folder: Path | None) -> dict[str, str]:
+    """Answer the command in an issue comment; return the step outputs. With `folder`, an accepted command also leaves
+    there, per runner class, the note the poster posts if that job leaves no result."""
+    payload = event.payload
+    if payload.get('action') != 'created':
+        raise Ended(f"issue_comment {payload.get('action')}: only new comments are read as commands")
+    issue, comment = payload.get('issue'), payload.get('comment')
+    if not isinstance(issue, dict) or not isinstance(comment, dict):
+        raise Ended('the issue_comment payload lacks issue or comment')
+    if not issue.get('pull_request'):
+        raise Ended(f"#{issue.get('number')} is an issue, not a pull request")
+    text = comment.get('body')
+    if not commands.is_command(text):
+        raise Ended('the comment is not a command')
+    user = comment.get('user') or {}
+    if user.get('type') == 'Bot':
+        raise Ended(f"@{user.get('login')} is a bot; bots do not give commands")
+    try:
+        number, comment_id, login = int(issue['number']), int(comment['id']), str(user['login'])
+    except (KeyError, TypeError, ValueError):
+        raise Ended('the issue_comment payload lacks issue.number, comment.id or comment.user.login') from None
+    outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
+               'matrix': '[]', 'pr': str(number)}
+    forge = ci_event.open_forge('github', event.repository, environ)
+    request = Request(number, text, login, str(comment.get('author_association', 'NONE')),
+                      payload_time(comment.get('created_at')))
+    given = answer(forge, request, config, load_specs(root, config), bot_bodies(forge.comments(number)),
+                   datetime.datetime.now(datetime.timezone.utc), event.run_id, event.run_url)
+    deliver(forge, number, comment_id, given)
+    command = given.command
+    if command is None:
+        return outputs
+    if not given.runners:
+        return {**outputs, 'authorized': 'true', 'command': command.kind}
+    if folder is not None:
+        for runner in given.runners:
+            note = (f'### mrbot {command.kind} on {runner}\n\n**The job ended without leaving a result** (cancelled, '
+                    f'timed out, or its runner failed before writing one); [the run]({event.run_url}). Comment '
+                    f'`{command.line()}` again to retry.\n')
+            write_artifact(folder / f'accepted-{runner}', {
+                'schema': 1, 'kind': 'accepted', 'pr': number, 'sha': given.sha, 'run': event.run_id,
+                'purpose': f'{command.kind}-{runner}', 'body': note, 'check': None})
+    matrix = [{'runner': runner, 'labels': config.runners[runner]} for runner in given.runners]
+    return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': given.sha,
+            'runner': given.runners[0], 'labels': json.dumps(config.runners[given.runners[0]]),
+            'args': json.dumps(command.args, sort_keys=True), 'matrix': json.dumps(matrix), 'pr': str(number)}
+
+
+def act(root: Path, environ: Mapping[str, str], folder: Path | None) -> None:
+    """Act on the event of this GitHub Actions run."""
+    event = github_event(environ)
+    if event.name == 'pull_request':
+        artifact = pull_request_report(event, root)
+        write_outputs(event, {'pr': str(artifact['pr']), 'errors': str(artifact['errors']),
+                              'findings': str(artifact['findings'])})
+        if folder is not None:
+            write_artifact(folder, artifact)
+            print(f"mrbot action: report for #{artifact['pr']} written to {folder / ARTIFACT}")
+        else:
+            forge = ci_event.open_forge('github', event.repository, environ)
+            print(f'mrbot action: posted {post(forge, event, artifact)}')
+    elif event.name == 'issue_comment':
+        # the authorize job runs in a checkout of the default branch, whose settings are the repository's
+        outputs = comment_command(event, root, load_config(root), environ, folder)
+        write_outputs(event, outputs)
+        print(f"mrbot action: command {outputs['command'] or 'refused'}"
+              f"{' authorized' if outputs['authorized'] == 'true' else ''} on #{outputs['pr']}")
+    elif event.name == 'workflow_run':
+        posted = post_run(lambda: ci_event.open_forge('github', event.repository, environ), event, folder)
+        print(f"mrbot action: posted {', '.join(posted)}")
+    else:
+        raise Ended(f'event {event.name}: mrbot action handles pull_request, issue_comment and workflow_run')

@@ -1,0 +1,105 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The GPU job: run an authorized command on exactly the authorized commit and leave its result for the poster."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from mrbot import commands, git
+from mrbot.bench import command as bench_command
+from mrbot.bench.specs import load_specs
+from mrbot.ci.artifacts import write_artifact
+from mrbot.config import Config
+from mrbot.records import MrbotError, TestRun
+from mrbot.render import render
+from mrbot.selection import select_change
+from mrbot.testing import device_label, execute, shell_command, test_targets
+from mrbot.workspace import Workspace
+
+
+def _capability() -> str:
+    import torch
+
+    if not torch.cuda.is_available():
+        return ''
+    major, minor = torch.cuda.get_device_capability()
+    return f'sm_{major}{minor}'
+
+
+def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[dict, str]:
+    """The paired bench record of a `/bench` command, and the command line that reproduces it (rounds aside)."""
+    argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
+    argv += ['--modes', *args['modes']] if args['modes'] else []
+    argv += ['--shapes', *args['shapes']] if args['shapes'] else []
+    record = bench_command.measure(bench_command.arguments([*argv, '--base', base, '--rounds', str(args['rounds'])]),
+                                   workspace)
+    return record, ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+
+
+def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
+    if args['tests']:
+        targets = list(args['tests'])
+        selection = None
+    else:
+        workspace = Workspace(root, config)
+        selection = select_change(workspace, git.changeset(root, base, 'HEAD', max_bytes=config.max_file_bytes))
+        targets, _ = test_targets(selection, workspace)
+    device = device_label()
+    files = execute(targets, root, 1, 3600.0, 'off', interpret=False,
+                    pytest_args=('-k', args['k']) if args['k'] else ())
+    run = TestRun(device, tuple(files), selection, False)
+    return {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+
+
+def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, run_url: str | None = None) -> int:
+    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`; `run_url` links
+    the run (default: the GitHub Actions run of the environment)."""
+    missing = [v for v in ('MRBOT_COMMAND', 'MRBOT_ARGS', 'MRBOT_SHA', 'MRBOT_RUNNER', 'MRBOT_PR') if not environ.get(v)]
+    if missing:
+        raise MrbotError(f"{', '.join(missing)} not set: mrbot action run takes the outputs of the authorize step")
+    runner, sha = environ['MRBOT_RUNNER'], environ['MRBOT_SHA']
+    if runner not in config.runners:
+        raise MrbotError(f"MRBOT_RUNNER={runner}: unknown runner class; expected one of {', '.join(config.runners)}")
+    try:
+        command = commands.from_json(environ['MRBOT_COMMAND'], json.loads(environ['MRBOT_ARGS']), runner,
+                                     load_specs(root, config), config)
+        pr = int(environ['MRBOT_PR'])
+    except (ValueError, commands.UsageError) as error:
+        raise MrbotError(f'MRBOT_COMMAND/MRBOT_ARGS/MRBOT_PR: not an authorized command ({error})') from None
+    server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
+    result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
+              'requested_by': environ.get('MRBOT_USER', 'a maintainer'), 'error': '', 'bench': None, 'tests': None,
+              'bench_command': '',
+              'run_url': run_url or f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/"
+                                    f"{environ.get('GITHUB_RUN_ID', '')}"}
+    code = 0
+    try:
+        head = git.resolve(root, 'HEAD')
+        if head != sha:
+            raise MrbotError(f'the checkout is at {head[:12]}, but the command was authorized for {sha[:12]}')
+        wanted = commands.capabilities(config.runners[runner])
+        have = _capability()
+        if wanted and have not in wanted:
+            raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
+                             "fix the runner's labels")
+        base_ref = command.args.get('base')
+        # the merge base with the first of these that the checkout has (fetch-depth: 0 gives it all)
+        result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
+                                                 else config.target_branches)
+        if command.kind == 'bench':
+            result['bench'], result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
+        else:
+            result['tests'] = _test_result(root, config, command.args, base)
+    except MrbotError as error:
+        result['error'], code = str(error), 1
+    body = render('command_result.md.j2', root / config.templates if config.templates else None, r=result)
+    write_artifact(out, {'schema': 1, 'kind': 'result', 'pr': pr, 'sha': sha, 'run': environ.get('GITHUB_RUN_ID', ''),
+                         'purpose': f'{command.kind}-{runner}', 'body': body, 'check': None})
+    print(body, end='')
+    if result['error']:
+        print(f"mrbot action run: error: {result['error']}", file=sys.stderr)
+    return code

@@ -1,0 +1,119 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The poster: puts what a run left on the forge, with the token the run itself did not hold."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from mrbot import commands
+from mrbot.ci.artifacts import ARTIFACT, read_artifact, validate_for_run
+from mrbot.ci.event import Ended, Event, write_summary
+from mrbot.forges import Annotation, Forge, Note, fit_body, sticky_room
+from mrbot.records import MrbotError
+
+CHECK_NAME = 'mrbot check'
+
+
+def defuse(text: str) -> str:
+    """Text from a PR (titles, findings, results a PR's code wrote) with every HTML comment opener made inert, so that
+    nothing the bot posts on anyone's behalf can carry a marker that `authorize` or the poster would read."""
+    return text.replace('<!--', '&lt;!--')
+
+
+def bot_bodies(notes: list[Note]) -> list[str]:
+    """The bodies of the bot's comments among a PR's `notes`, where its markers live (see `defuse` for why they can be
+    trusted)."""
+    return [note.body for note in notes if note.by_bot]
+
+
+def post(forge: Forge, event: Event, artifact: dict) -> str:
+    """Put an artifact on the forge: the sticky comment of its purpose (its body defused, cut at a line to fit the
+    forge with a pointer to this run where it is longer), its check run, and the whole body in the job summary (on
+    GitLab, which has none, in the job's log)."""
+    body = defuse(artifact['body']).rstrip('\n') + '\n'
+    fitted = fit_body(body, sticky_room(artifact['purpose'], forge.body_limit), event.run_url)
+    comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
+    check = artifact.get('check')
+    if check:
+        annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
+                       for a in check['annotations']]
+        # the check's name is ours, whatever the artifact says: a name is what branch protection requires
+        forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], check['title'], check['summary'],
+                            annotations)
+    write_summary(event, body)
+    if fitted != body and event.step_summary is None:
+        print(body, end='')
+    return comment.url
+
+
+def with_done(body: str, run: str) -> str:
+    """The accepted reply `body` marked done by `run`: one record per job, which no later comment replaces (a result
+    comment is sticky per command and runner class, so a marker there lasted only until the next result, and the jobs
+    it had finished counted as queued again)."""
+    return f"{body.rstrip(chr(10))}\n{commands.marker('done', run=run)}\n"
+
+
+def _mark_done(forge: Forge, number: int, run: str, notes: list[Note]) -> None:
+    """Mark done the bot's accepted reply among `notes` that queued `run`."""
+    for note in notes:
+        accepted = commands.markers([note.body], 'accepted') if note.by_bot else []
+        if any(str(m.get('run')) == run for m in accepted) and not commands.markers([note.body], 'done'):
+            forge.edit_comment(number, note.id, with_done(note.body, run))
+
+
+def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None) -> list[str]:
+    """Post each artifact in `folder` (itself, or in subfolders as download-artifact leaves several) that belongs to
+    the triggering workflow run, and for an accepted job that left no result, its note; an error names the ones
+    refused, after the others are posted. The forge is opened only once there is something to post."""
+    if folder is None:
+        raise MrbotError("a workflow_run event posts an artifact: pass --artifact DIR with the triggering run's files")
+    run = event.payload.get('workflow_run')
+    if not isinstance(run, dict) or not run.get('id') or not run.get('head_sha'):
+        raise Ended('the workflow_run payload lacks workflow_run.id or head_sha')
+    paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
+    if not paths:
+        raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
+    forge = open_forge()
+
+    # the results of one run share a PR: its comments are read once
+    @functools.cache
+    def notes_on(pr: int) -> list[Note]:
+        return forge.comments(pr)
+
+    def accepted_on(pr: int) -> list[dict]:
+        return commands.markers(bot_bodies(notes_on(pr)), 'accepted')
+
+    valid, refused = [], []
+    for path in paths:
+        try:
+            artifact = read_artifact(path.parent)
+            validate_for_run(forge, run, artifact, accepted_on)
+        except MrbotError as error:
+            refused.append(str(error))
+            continue
+        valid.append(artifact)
+    # one artifact per kind and purpose: more would each cost a comment edit (and a report, a check run) on the token
+    counts = collections.Counter((a['kind'], a['purpose']) for a in valid)
+    refused += [f"artifact rejected: the run left {count} {kind} artifacts for '{purpose}', where one is expected"
+                for (kind, purpose), count in counts.items() if count > 1]
+    valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
+    for index, artifact in enumerate(valid):
+        # the report comes from the PR's own workflow run, which runs the workflow files as the PR has them
+        if artifact['check'] and any(path.startswith('.github/') for path in forge.changed_paths(artifact['pr'])):
+            print(f"mrbot action: no check run for #{artifact['pr']}: it changes files under .github/, where the "
+                  'workflow that wrote its report lives', file=sys.stderr)
+            valid[index] = {**artifact, 'check': None}
+    results = {a['purpose'] for a in valid if a['kind'] == 'result'}
+    posted = [post(forge, event, artifact) for artifact in valid
+              if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]
+    for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
+        # the accepted replies are as they were read for the checks above: posting results changes none of them
+        _mark_done(forge, pr, str(run['id']), notes_on(pr))
+    if refused:
+        raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
+    return posted
