@@ -14,10 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mrbot import git
-from mrbot.ci import github, gitlab
+from mrbot.ci import github
 from mrbot.ci.event import Ended
-from mrbot.ci.job import run_job
-from mrbot.ci.report import base_config
 from mrbot.config import Config
 from mrbot.records import MrbotError
 
@@ -27,12 +25,18 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
     folder = Path(args.artifact) if args.artifact else None
     try:
         if args.step == 'run':
+            # the GPU job and GitLab's command job need torch; GitHub's jobs holding a token install no more than
+            # .ci/token-jobs.txt, and must not load it
+            from mrbot.ci.job import run_job
+
             if not args.out:
                 raise MrbotError('mrbot action run needs --out DIR, where it leaves the result for the poster')
             # the settings of the PR's merge base: a PR's own new settings are not this bot's to read yet
-            return run_job(root, base_config(root, git.default_base(root, Config().target_branches)), environ,
+            return run_job(root, git.config_at(root, git.default_base(root, Config().target_branches)), environ,
                            Path(args.out))
         if args.forge == 'gitlab':
+            from mrbot.ci import gitlab
+
             return gitlab.act(root, environ, folder)
         github.act(root, environ, folder)
     except Ended as reason:

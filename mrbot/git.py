@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from mrbot.config import state_dir
+from mrbot.config import Config, parse_config, state_dir
 from mrbot.records import ChangedFile, ChangeSet, Commit, Hunk, MrbotError
 
 # Settings that make git's output independent of the user's configuration.
@@ -261,3 +261,10 @@ def changeset(
             body, body_source = history[0].body, 'commit'
     return ChangeSet(root, base, head, tuple(files), tuple(history), title, body, title_source, body_source, perf,
                      tuple(notes))
+
+
+def config_at(root: Path, rev: str) -> Config:
+    """The settings of commit `rev`: a pull request cannot switch a rule off for itself by editing pyproject.toml."""
+    spec = f'{rev}:pyproject.toml'
+    settings = read_blobs(root, [spec])[spec]
+    return parse_config(settings.decode('utf-8', 'replace'), f'{rev[:12]}:pyproject.toml') if settings else Config()

@@ -21,7 +21,6 @@ from mrbot.ci.answer import Request, answer, deliver
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
-from mrbot.ci.report import base_config, check_report
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
 from mrbot.workspace import Workspace
@@ -68,9 +67,12 @@ def pull_request_report(event: Event, root: Path) -> dict:
             git.resolve(root, sha)
         except MrbotError:
             raise MrbotError(f'commit {sha} is not in this checkout: check out with fetch-depth: 0') from None
-    config = base_config(root, base)
+    config = git.config_at(root, base)
     if pull.get('draft') and not config.check_drafts:
         raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
+    # the checker and its renderer load only here: the jobs holding a token install .ci/token-jobs.txt alone
+    from mrbot.ci.report import check_report
+
     report = check_report(Workspace(root, config), base, head, pull.get('title'), pull.get('body') or '')
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
 

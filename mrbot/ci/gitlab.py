@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from mrbot import git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci.answer import Request, answer, deliver
@@ -22,7 +23,7 @@ from mrbot.ci.artifacts import read_artifact
 from mrbot.ci.event import Ended, Event
 from mrbot.ci.job import run_job
 from mrbot.ci.poster import bot_bodies, post, with_done
-from mrbot.ci.report import base_config, check_report
+from mrbot.ci.report import check_report
 from mrbot.forges import Note
 from mrbot.records import MrbotError
 from mrbot.workspace import Workspace
@@ -63,7 +64,7 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
                   environ.get('CI_PIPELINE_URL', ''), None, None)
     forge = ci_event.open_forge('gitlab', event.repository, environ)
     base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
-    config = base_config(root, base)
+    config = git.config_at(root, base)
     if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
         report = check_report(Workspace(root, config), base, sha,
                               environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))

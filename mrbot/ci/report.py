@@ -4,11 +4,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mrbot import git
 from mrbot.check import evaluate
-from mrbot.config import Config, parse_config
 from mrbot.output import format_report, summary
 from mrbot.records import CheckReport
 from mrbot.rules import all_rules
@@ -38,9 +35,3 @@ def check_report(workspace: Workspace, base: str, head: str, title: str | None, 
             'check': {'conclusion': 'failure' if errors else 'success', 'title': summary(report),
                       'summary': markdown, 'annotations': annotations}}
 
-
-def base_config(root: Path, base: str) -> Config:
-    """The settings of the base commit: a PR cannot switch a rule off for itself by editing pyproject.toml."""
-    spec = f'{base}:pyproject.toml'
-    settings = git.read_blobs(root, [spec])[spec]
-    return parse_config(settings.decode('utf-8', 'replace'), f'{base[:12]}:pyproject.toml') if settings else Config()

@@ -8,6 +8,8 @@ import copy
 import datetime
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,33 @@ from mrbot.forges import connect
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub, created_at
 
 FIXTURES = Path(__file__).resolve().parents[3] / 'shared' / 'fixtures' / 'github-webhooks'
+# What the GitHub jobs holding a write token install; they run the bot from the default branch's checkout.
+TOKEN_JOBS = Path(__file__).resolve().parents[2] / '.ci' / 'token-jobs.txt'
+# `mrbot action` in a process where every installed distribution that TOKEN_JOBS does not pin cannot be imported.
+PINNED_ONLY = '''
+import importlib.abc, importlib.metadata, re, sys
+
+def canonical(name):
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+pinned = {canonical(m.group(1)) for m in re.finditer(r'^([A-Za-z0-9_.-]+)(?:\\[[^]]*\\])?==', open(sys.argv[1]).read(), re.M)}
+absent = {module for module, dists in importlib.metadata.packages_distributions().items()
+          if not any(canonical(d) in pinned | {'mrbot'} for d in dists)}
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition('.')[0] in absent:
+            raise ModuleNotFoundError(f'{name}: not in .ci/token-jobs.txt', name=name)
+
+sys.meta_path.insert(0, Absent())
+from mrbot.ci import event
+from mrbot.cli import main
+from mrbot.forges import connect
+
+url, token = sys.argv[2:4]
+event.open_forge = lambda kind, project, environ: connect(kind, project, url=url, token=token, environ={}, backoff=0.01)
+sys.exit(main(sys.argv[4:]))
+'''
 PROJECT = 'Codertocat/Hello-World'
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 PYPROJECT = '''[tool.mrbot]
@@ -130,8 +159,10 @@ class Bot:
         """The `workflow_run` of a finished `mrbot command` run: triggered by a comment, so on the default branch."""
         return self.workflow_run_payload(run_id, self.base, [], 'issue_comment')
 
-    def act(self, event: str, payload: dict, *argv: str, run_id: int = 7000) -> tuple[int, dict[str, str], str]:
-        """Run `mrbot action` as a workflow step would; returns the exit code, the step outputs and the job summary."""
+    def act(self, event: str, payload: dict, *argv: str, run_id: int = 7000,
+            pinned_only: bool = False) -> tuple[int, dict[str, str], str]:
+        """Run `mrbot action` as a workflow step would; returns the exit code, the step outputs and the job summary.
+        `pinned_only` runs it in a process that can import nothing installed beyond TOKEN_JOBS."""
         self.runs += 1
         step = self.tmp / f'step{self.runs}'
         step.mkdir()
@@ -141,7 +172,13 @@ class Bot:
                    'GITHUB_OUTPUT': str(step / 'output'), 'GITHUB_STEP_SUMMARY': str(step / 'summary')}
         for name, value in environ.items():
             self.monkeypatch.setenv(name, value)
-        code = main(['action', *argv])
+        if pinned_only:
+            done = subprocess.run([sys.executable, '-c', PINNED_ONLY, str(TOKEN_JOBS), self.server.url, ACTIONS_TOKEN,
+                                   'action', *argv], capture_output=True, text=True)
+            assert 'Traceback' not in done.stderr, done.stderr
+            code = done.returncode
+        else:
+            code = main(['action', *argv])
         outputs = dict(line.split('=', 1) for line in (step / 'output').read_text().splitlines()) \
             if (step / 'output').exists() else {}
         summary = (step / 'summary').read_text() if (step / 'summary').exists() else ''
@@ -333,6 +370,26 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     # the job is done where it was queued: in the accepted reply of its run
     [accepted] = [body for body in bodies if commands.markers([body], 'accepted')]
     assert commands.markers([accepted], 'done') == [{'run': '4242'}]
+
+
+def test_the_jobs_holding_a_write_token_run_on_the_hash_pinned_set_alone(bot, monkeypatch):
+    # authorize: parse, authorize and answer a command, leave the note for a job that leaves no result
+    accepted = bot.tmp / 'downloaded' / 'mrbot-accepted'
+    code, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'), '--artifact', str(accepted),
+                               run_id=61, pinned_only=True)
+    assert code == 0 and outputs['authorized'] == 'true' and outputs['command'] == 'bench'
+    # post: the note of a job that left nothing, then a result, each onto the PR and its queue
+    code, _, _ = bot.act('workflow_run', bot.command_run(61), '--artifact', str(accepted.parent), pinned_only=True)
+    assert code == 0
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert '**The job ended without leaving a result**' in bodies[-1]
+    assert commands.markers([body for body in bodies if commands.markers([body], 'accepted')], 'done') == [
+        {'run': '61'}]
+    # every line pins one version by its hashes, as `pip install --require-hashes` demands
+    requirements = re.sub(r'\\\n\s*', ' ', TOKEN_JOBS.read_text())
+    pins = [line for line in requirements.splitlines() if line.strip() and not line.lstrip().startswith('#')]
+    assert pins and all(re.match(r'[A-Za-z0-9_.\[\]-]+==\S+( +--hash=sha256:[0-9a-f]{64})+( +#.*)?$', pin)
+                        for pin in pins)
 
 
 def test_finished_jobs_stay_finished_when_later_results_replace_the_result_comment(bot):

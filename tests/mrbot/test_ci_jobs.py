@@ -125,3 +125,21 @@ def test_the_github_gpu_job_reads_no_user_site():
     # the job running a pull request's code on a self-hosted runner, the last of the workflow
     assert '\n    env:\n' in text[text.index('\n  gpu:'):]
     assert 'PYTHONNOUSERSITE: "1"' in text[text.index('\n  gpu:'):].split('\n    steps:')[0]
+
+
+def _jobs(workflow: Path) -> dict[str, str]:
+    """The text of each job of a workflow, by its id."""
+    text = workflow.read_text().split('\njobs:\n', 1)[1]
+    parts = re.split(r'^  ([A-Za-z0-9_-]+):\n', text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set():
+    writers = {f'{workflow.name}:{job}': text for workflow in (COMMAND_WORKFLOW, ROOT / '.github' / 'workflows' /
+                                                              'mrbot-post.yml')
+               for job, text in _jobs(workflow).items() if re.search(r'^ {6}[a-z-]+: write\b', text, re.M)}
+    assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post.yml:post']
+    for name, text in writers.items():
+        installs = [line.strip() for line in text.splitlines() if 'pip install' in line]
+        assert installs == ['run: python -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name
+        assert 'python -m mrbot.cli action' in text and 'PIP_EXTRA_INDEX_URL' not in text, name
