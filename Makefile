@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 CONSTRAINTS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,constraints-cpu.txt)
 STAMP := $(VENV)/.installed
 LINT_STAMP := $(VENV)/.lint-installed
-# npm ci writes this file; it is newer than package-lock.json once the pinned tools are installed.
+# npm ci writes this file; it is newer than package-lock.json once the pinned packages are installed.
 NODE_STAMP := node_modules/.package-lock.json
 
 .PHONY: venv test demo lint
@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 	touch $(STAMP)
 
 # The tests run the kernels in the interpreter without a GPU; mrbot compile then compiles every kernel they launch for
-# sm_90 and sm_100. Both run, so one report shows every failure; either fails the target.
-test: venv
+# sm_90 and sm_100. Both run, so one report shows every failure; either fails the target. The forge tests hold the
+# fakes to GitHub's REST description and drive the bot with GitHub's example webhooks, both from npm.
+test: venv $(NODE_STAMP)
 	@status=0; $(BIN)/python -m pytest -n auto -q || status=1; $(BIN)/mrbot compile --all || status=1; exit $$status
 
 demo: venv

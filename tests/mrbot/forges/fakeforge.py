@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+from tests.mrbot.forges import gitlab_fields, openapi
 
 # Short waits keep the retry tests fast; the rate limits the tests inject say Retry-After: 0.
 BACKOFF = 0.01
@@ -99,6 +101,7 @@ class Request:
     query: dict[str, str]
     body: dict[str, Any]
     account: Account | None
+    raw_body: bytes = b''
 
 
 @dataclass
@@ -176,18 +179,17 @@ class FakeForge(ABC):
         method, path = handler.command, unquote(parts.path)
         with self.lock:
             self.requests.append((method, path))
+            request = Request(method, path, parts.path, dict(parse_qsl(parts.query)), json.loads(raw) if raw else {},
+                              self.accounts.get(self.token(handler)), raw)
             failure = self._take_failure(method, path)
-            if failure is None:
-                request = Request(method, path, parts.path, dict(parse_qsl(parts.query)),
-                                  json.loads(raw) if raw else {}, self.accounts.get(self.token(handler)))
-                answer = self._answer(request)
-            elif failure.status == RESET:
+            answer = self.as_sent(request, self._answer(request) if failure is None else None)
+            if failure is not None and failure.status == RESET:
                 # Closed at once with a zero linger time: no answer and no FIN, the peer sees a reset connection.
                 handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
                 handler.connection.close()
                 handler.close_connection = True
                 return
-            else:
+            if failure is not None:
                 answer = Answer(failure.status, {'message': failure.message}, failure.headers)
         payload = json.dumps(answer.body).encode()
         handler.send_response(answer.status)
@@ -196,6 +198,10 @@ class FakeForge(ABC):
         handler.send_header('Content-Length', str(len(payload)))
         handler.end_headers()
         handler.wfile.write(payload)
+
+    @abstractmethod
+    def as_sent(self, request: Request, answer: Answer | None) -> Answer | None:
+        """`answer` as the forge would send it, looked at before it goes out; None for an injected failure."""
 
     @abstractmethod
     def token(self, handler: BaseHTTPRequestHandler) -> str | None:
@@ -212,15 +218,23 @@ class FakeForge(ABC):
                 return failure
         return None
 
+    def _route(self, request: Request) -> tuple[Callable[..., Answer], re.Match[str]] | None:
+        """The route that answers `request`, and the match of its path."""
+        for method, pattern, answer in self._routes:
+            match = pattern.fullmatch(request.raw_path)
+            if method == request.method and match:
+                return answer, match
+        return None
+
     def _answer(self, request: Request) -> Answer:
         refusal = self.check(request)
         if refusal is not None:
             return refusal
-        for method, pattern, answer in self._routes:
-            match = pattern.fullmatch(request.raw_path)
-            if method == request.method and match:
-                return answer(request, **{name: unquote(value) for name, value in match.groupdict().items()})
-        return Answer(404, {'message': self.not_found})
+        route = self._route(request)
+        if route is None:
+            return Answer(404, {'message': self.not_found})
+        answer, match = route
+        return answer(request, **{name: unquote(value) for name, value in match.groupdict().items()})
 
     def page(self, request: Request, items: list[Any]) -> Answer:
         """One page of a list, with a Link header to the next one as both forges send it."""
@@ -257,6 +271,9 @@ class FakeGitHub(FakeForge):
         self.files: dict[int, list[str]] = {}
         # The pull_request workflow runs GitHub started, one per push that changed a pull request's head.
         self.runs: list[dict[str, Any]] = []
+        self.description = openapi.description()
+        # What GitHub's REST description finds wrong in the traffic so far: any of it fails the test at exit.
+        self.violations: list[str] = []
         repo = r'/repos/[^/]+/[^/]+'
         self.route('GET', r'/user', self._user)
         self.route('GET', repo, self._repository)
@@ -314,6 +331,35 @@ class FakeGitHub(FakeForge):
         """(author, body) of each comment on a PR, oldest first."""
         return [(c['login'], c['body']) for c in self.comments.values() if c['issue'] == number]
 
+    def __exit__(self, *exc_info: object) -> None:
+        super().__exit__(*exc_info)
+        if self.violations:
+            raise AssertionError(f"The GitHub fake's traffic breaks GitHub's REST description (@octokit/openapi "
+                                 f"{self.description.version}):\n" + '\n'.join(dict.fromkeys(self.violations)))
+
+    def as_sent(self, request: Request, answer: Answer | None) -> Answer | None:
+        path = self._described_path(request)
+        if answer is not None:
+            answer = Answer(answer.status, self.description.complete(request.method, path, answer.status, answer.body),
+                            answer.headers)
+        # an injected failure stands for a proxy or the rate limiter, which few operations document: only its request
+        # is GitHub's to check
+        status, body = (answer.status, answer.body) if answer is not None else (None, None)
+        exchange = openapi.Exchange(request.method, path, request.query, request.raw_body, status, body)
+        self.violations += self.description.violations(exchange)
+        return answer
+
+    def _described_path(self, request: Request) -> str:
+        """The path as the description templates it, each parameter one segment: GitHub also takes a branch's slashes
+        unencoded, as the routes do."""
+        route = self._route(request)
+        if route is None:
+            return request.raw_path
+        match, path = route[1], request.raw_path
+        for start, end in sorted((match.span(name) for name in match.groupdict()), reverse=True):
+            path = path[:start] + quote(unquote(path[start:end]), safe='') + path[end:]
+        return path
+
     def token(self, handler: BaseHTTPRequestHandler) -> str | None:
         scheme, _, token = (handler.headers.get('Authorization') or '').partition(' ')
         return token if scheme.lower() in ('token', 'bearer') else None
@@ -354,6 +400,10 @@ class FakeGitHub(FakeForge):
                 'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}",
                          'repo': self._repo_json(self.project)}}
 
+    def _listed_pull_json(self, pull: dict[str, Any]) -> dict[str, Any]:
+        # a list leaves out `merged`; merged_at tells a merged pull request there
+        return {key: value for key, value in self._pull_json(pull).items() if key != 'merged'}
+
     def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
         return {'id': comment['id'], 'url': f"{self.url}/repos/{self.project}/issues/comments/{comment['id']}",
                 'html_url': f"{GITHUB_WEB}/{self.project}/pull/{comment['issue']}#issuecomment-{comment['id']}",
@@ -377,9 +427,8 @@ class FakeGitHub(FakeForge):
 
     def _list_pulls(self, request: Request) -> Answer:
         state, head = request.query.get('state', 'open'), request.query.get('head')
-        # GitHub's list leaves out `merged`; merged_at tells a merged pull request there.
-        pulls = [{key: value for key, value in self._pull_json(pull).items() if key != 'merged'}
-                 for pull in self.pulls.values() if state in ('all', pull['state']) and head in (None, self._head_label(pull))]
+        pulls = [self._listed_pull_json(pull) for pull in self.pulls.values()
+                 if state in ('all', pull['state']) and head in (None, self._head_label(pull))]
         return self.page(request, pulls)
 
     def _create_pull(self, request: Request) -> Answer:
@@ -477,7 +526,7 @@ class FakeGitHub(FakeForge):
         return self.page(request, [{'filename': path, 'status': 'modified'} for path in self.files.get(int(number), [])])
 
     def _pulls_of_commit(self, request: Request, commit: str) -> Answer:
-        return Answer(200, [self._pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
+        return Answer(200, [self._listed_pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
 
     def _list_runs(self, request: Request) -> Answer:
         fields = {'head_sha': 'head_sha', 'event': 'event', 'branch': 'head_branch'}
@@ -529,6 +578,8 @@ class FakeGitLab(FakeForge):
             PROJECT_TOKEN: Account('project_7_bot', 4),
         })
         self.merge_requests: dict[int, dict[str, Any]] = {}
+        # The fields of its answers that GitLab does not document: any of them fails the test at exit.
+        self.violations: list[str] = []
         self.notes: dict[int, dict[str, Any]] = {}
         # (note id, emoji name, username) of each award.
         self.awards: list[tuple[int, str, str]] = []
@@ -542,21 +593,23 @@ class FakeGitLab(FakeForge):
         self.statuses: list[dict[str, Any]] = []
         project_path = r'/api/v4/projects/[^/]+'
         merge_request = project_path + r'/merge_requests/(?P<iid>\d+)'
-        self.route('GET', r'/api/v4/user', self._user)
-        self.route('GET', r'/api/v4/projects/(?P<project>[^/]+)', self._project)
-        self.route('GET', project_path + r'/merge_requests', self._list_merge_requests)
-        self.route('POST', project_path + r'/merge_requests', self._create_merge_request)
-        self.route('GET', merge_request, self._get_merge_request)
-        self.route('PUT', merge_request, self._edit_merge_request)
-        self.route('GET', project_path + r'/repository/branches/(?P<branch>[^/]+)', self._branch)
-        self.route('GET', merge_request + r'/notes', self._list_notes)
-        self.route('POST', merge_request + r'/notes', self._create_note)
-        self.route('PUT', merge_request + r'/notes/(?P<note>\d+)', self._edit_note)
-        self.route('POST', merge_request + r'/notes/(?P<note>\d+)/award_emoji', self._award)
-        self.route('GET', merge_request + r'/versions', self._versions)
-        self.route('GET', project_path + r'/members/all', self._all_members)
-        self.route('GET', project_path + r'/members', self._direct_members)
-        self.route('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status)
+        self.entities: dict[Callable[..., Answer], gitlab_fields.Entity] = {}
+        documented = self.documented_route
+        documented('GET', r'/api/v4/user', self._user, gitlab_fields.CURRENT_USER)
+        documented('GET', r'/api/v4/projects/(?P<project>[^/]+)', self._project, gitlab_fields.PROJECT)
+        documented('GET', project_path + r'/merge_requests', self._list_merge_requests, gitlab_fields.MERGE_REQUEST)
+        documented('POST', project_path + r'/merge_requests', self._create_merge_request, gitlab_fields.MERGE_REQUEST)
+        documented('GET', merge_request, self._get_merge_request, gitlab_fields.MERGE_REQUEST)
+        documented('PUT', merge_request, self._edit_merge_request, gitlab_fields.MERGE_REQUEST)
+        documented('GET', project_path + r'/repository/branches/(?P<branch>[^/]+)', self._branch, gitlab_fields.BRANCH)
+        documented('GET', merge_request + r'/notes', self._list_notes, gitlab_fields.NOTE)
+        documented('POST', merge_request + r'/notes', self._create_note, gitlab_fields.NOTE)
+        documented('PUT', merge_request + r'/notes/(?P<note>\d+)', self._edit_note, gitlab_fields.NOTE)
+        documented('POST', merge_request + r'/notes/(?P<note>\d+)/award_emoji', self._award, gitlab_fields.AWARD_EMOJI)
+        documented('GET', merge_request + r'/versions', self._versions, gitlab_fields.DIFF_VERSION)
+        documented('GET', project_path + r'/members/all', self._all_members, gitlab_fields.MEMBER)
+        documented('GET', project_path + r'/members', self._direct_members, gitlab_fields.MEMBER)
+        documented('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status, gitlab_fields.COMMIT_STATUS)
 
     def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
                            state: str = 'opened', source_project: str | None = None) -> int:
@@ -593,6 +646,25 @@ class FakeGitLab(FakeForge):
         """(author, body) of each note on an MR, oldest first."""
         return [(n['author'], n['body']) for n in self.notes.values() if n['iid'] == iid]
 
+    def documented_route(self, method: str, pattern: str, answer: Callable[..., Answer], entity: gitlab_fields.Entity) -> None:
+        """A route whose answers GitLab documents as `entity` (or a list of them)."""
+        self.route(method, pattern, answer)
+        self.entities[answer] = entity
+
+    def __exit__(self, *exc_info: object) -> None:
+        super().__exit__(*exc_info)
+        if self.violations:
+            raise AssertionError("The GitLab fake answers fields GitLab's API documentation lacks:\n"
+                                 + '\n'.join(dict.fromkeys(self.violations)))
+
+    def as_sent(self, request: Request, answer: Answer | None) -> Answer | None:
+        route = self._route(request)
+        if answer is not None and route is not None:
+            entity = gitlab_fields.ERROR if answer.status >= 400 else self.entities[route[0]]
+            self.violations += [f'{request.method} {request.path}: answer {answer.status}: {field}'
+                                for field in gitlab_fields.undocumented(answer.body, entity)]
+        return answer
+
     def token(self, handler: BaseHTTPRequestHandler) -> str | None:
         return handler.headers.get('PRIVATE-TOKEN')
 
@@ -619,13 +691,16 @@ class FakeGitLab(FakeForge):
                 'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
                 'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
 
+    def _user_basic(self, username: str) -> dict[str, Any]:
+        """A user as GitLab documents a note's, an award's or a status's author: no bot flag, even for a project
+        token's user."""
+        return {'id': self.user_ids.setdefault(username, len(self.user_ids) + 1), 'username': username,
+                'name': username, 'state': 'active', 'locked': False, 'avatar_url': None,
+                'web_url': f'{GITLAB_WEB}/{username}'}
+
     def _note_json(self, note: dict[str, Any]) -> dict[str, Any]:
-        # a UserBasic, as GitLab's Notes API documents a note's author: no bot flag, even for a project token's user
-        username = note['author']
-        author = {'id': self.user_ids[username], 'username': username, 'name': username, 'state': 'active',
-                  'locked': False, 'avatar_url': None, 'web_url': f'{GITLAB_WEB}/{username}'}
         return {'id': note['id'], 'body': note['body'], 'system': note['system'], 'noteable_iid': note['iid'],
-                'author': author,
+                'author': self._user_basic(note['author']),
                 'created_at': created_at(note['id']).isoformat(timespec='milliseconds').replace('+00:00', 'Z')}
 
     def _user(self, request: Request) -> Answer:
@@ -717,7 +792,7 @@ class FakeGitLab(FakeForge):
         if award in self.awards:
             return Answer(404, {'message': '404 Award Emoji Name has already been taken Not Found'})
         self.awards.append(award)
-        return Answer(201, {'id': len(self.awards), 'name': award[1], 'user': {'username': award[2]}})
+        return Answer(201, {'id': len(self.awards), 'name': award[1], 'user': self._user_basic(award[2])})
 
     def _members(self, request: Request, levels: dict[str, int]) -> Answer:
         query = request.query.get('query', '').lower()
@@ -741,6 +816,6 @@ class FakeGitLab(FakeForge):
             return Answer(400, {'message': 'state does not have a valid value'})
         status = {'id': len(self.statuses) + 1, 'sha': commit, 'status': body['state'],
                   'name': body.get('name') or 'default', 'description': body.get('description'),
-                  'target_url': body.get('target_url'), 'author': {'username': request.account.login}}
+                  'target_url': body.get('target_url'), 'author': self._user_basic(request.account.login)}
         self.statuses.append(status)
         return Answer(201, status)
