@@ -17,15 +17,15 @@ import pytest
 
 from mrbot import commands
 from mrbot.ci import event as ci_event
-from mrbot.ci import job
+from mrbot.ci import github, job
 from mrbot.ci.artifacts import ARTIFACT
 from mrbot.cli import main
 from mrbot.commands import Command
 from mrbot.config import Config
 from mrbot.forges import connect
+from tests.mrbot import webhooks
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub, created_at
 
-FIXTURES = Path(__file__).resolve().parents[3] / 'shared' / 'fixtures' / 'github-webhooks'
 # What the GitHub jobs holding a write token install; they run the bot from the default branch's checkout.
 TOKEN_JOBS = Path(__file__).resolve().parents[2] / '.ci' / 'token-jobs.txt'
 # `mrbot action` in a process where every installed distribution that TOKEN_JOBS does not pin cannot be imported.
@@ -79,26 +79,6 @@ def test_scale():
 BODY = '## Summary\n\nScale.\n\n## Test plan\n\nRan it.\n\n## Benchmark\n\nNone.\n\n## Breaking changes\n\nNone.\n'
 
 
-# The fields mrbot reads, for a checkout without the published examples beside it.
-SKELETONS = {
-    'pull_request.opened.payload.json': {'action': 'opened', 'number': 1, 'pull_request': {
-        'number': 1, 'title': '', 'body': None, 'draft': False, 'base': {'ref': 'main', 'sha': ''},
-        'head': {'ref': 'topic', 'sha': ''}}, 'repository': {'full_name': PROJECT}},
-    'issue_comment.created.payload.json': {'action': 'created', 'issue': {'number': 1}, 'comment': {
-        'id': 1, 'body': '', 'author_association': 'NONE', 'user': {'login': 'someone', 'type': 'User'}},
-        'repository': {'full_name': PROJECT}},
-    'workflow_run.completed.with-pull-requests.payload.json': {'action': 'completed', 'workflow_run': {
-        'id': 1, 'head_sha': '', 'pull_requests': [{'number': 1, 'head': {'ref': 'topic'}, 'base': {'ref': 'main'}}]},
-        'repository': {'full_name': PROJECT}},
-}
-
-
-def _payload(name: str) -> dict:
-    """GitHub's published example payload (`../shared/fixtures`), or the same fields of our own where it is absent."""
-    path = FIXTURES / name
-    return json.loads(path.read_text()) if path.is_file() else copy.deepcopy(SKELETONS[name])
-
-
 class Bot:
     """A repository with a PR from `topic`, the fake GitHub that hosts it, and a way to run `mrbot action` there."""
 
@@ -120,7 +100,7 @@ class Bot:
         self.runs = 0
 
     def pull_request_payload(self, action_name: str = 'opened', **changes) -> dict:
-        payload = _payload('pull_request.opened.payload.json')
+        payload = webhooks.example('pull_request', 'opened')
         payload['action'] = action_name
         payload['number'] = self.number
         pull = payload['pull_request']
@@ -130,7 +110,7 @@ class Bot:
 
     def comment_payload(self, body: str | None, login: str = 'alice', association: str = 'MEMBER',
                         user_type: str = 'User', action_name: str = 'created', on_pull: bool = True) -> dict:
-        payload = _payload('issue_comment.created.payload.json')
+        payload = webhooks.example('issue_comment', 'created')
         payload['action'] = action_name
         payload['issue']['number'] = self.number
         if on_pull:
@@ -147,7 +127,7 @@ class Bot:
                              head_repo: str = PROJECT) -> dict:
         """The `workflow_run` of a finished `mrbot PR` run (`event` pull_request) or `mrbot command` run (issue_comment,
         whose head is the default branch)."""
-        payload = _payload('workflow_run.completed.with-pull-requests.payload.json')
+        payload = webhooks.example('workflow_run', 'completed', having='pull_requests')
         run = payload['workflow_run']
         run.update(id=run_id, head_sha=head_sha, event=event, head_branch='topic' if event == 'pull_request' else 'main',
                    head_repository={'full_name': head_repo})
@@ -758,3 +738,60 @@ def test_a_pr_that_adds_a_setting_still_gets_its_report(bot):
     bot.server.branches['topic'] = bot.head
     code, outputs, _ = bot.act('pull_request', bot.pull_request_payload('synchronize'))
     assert code == 0 and outputs['pr'] == str(bot.number) and len(bot.server.comments_on(bot.number)) == 1
+
+
+def _ids(event: str) -> list[str]:
+    return [f"{payload['action']}-{index}" for index, payload in enumerate(webhooks.examples(event))]
+
+
+@pytest.mark.parametrize('payload', webhooks.examples('pull_request'), ids=_ids('pull_request'))
+def test_every_published_pull_request_example_is_checked_or_passed_over_in_one_line(bot, payload, capsys):
+    pull = payload['pull_request']
+    # bound to the fake's pull request and this checkout's commits; every other field as GitHub sends it
+    payload['number'] = pull['number'] = bot.number
+    pull['base']['sha'], pull['head']['sha'] = bot.base, bot.head
+    code, outputs, _ = bot.act('pull_request', payload)
+    checked = payload['action'] in github.PULL_REQUEST_ACTIONS and not pull['draft']
+    assert code == 0
+    assert outputs.get('pr') == (str(bot.number) if checked else None)
+    assert len(bot.server.comments_on(bot.number)) == checked
+    assert ('nothing to do' in capsys.readouterr().out) != checked
+
+
+@pytest.mark.parametrize('on_pull', [False, True], ids=['as-published', 'a-command-on-the-pull-request'])
+@pytest.mark.parametrize('payload', webhooks.examples('issue_comment'), ids=_ids('issue_comment'))
+def test_every_published_issue_comment_example_is_answered_or_passed_over(bot, payload, on_pull):
+    comment, author = payload['comment'], payload['comment']['user']['login']
+    payload['issue']['number'] = bot.number
+    bot.server.collaborators[author] = ('write', 'write')
+    if on_pull:
+        # the published comments are on an issue and give no command: the same comment on the pull request, giving one
+        payload['issue']['pull_request'] = {'url': f'https://api.github.com/repos/{PROJECT}/pulls/{bot.number}'}
+        comment['body'] = '/test'
+    comment['id'] = bot.server.add_comment(bot.number, comment['body'], login=author)
+    comment['created_at'] = created_at(comment['id']).isoformat(timespec='seconds').replace('+00:00', 'Z')
+    code, outputs, _ = bot.act('issue_comment', payload)
+    assert code == 0
+    if on_pull and payload['action'] == 'created':
+        assert (outputs['authorized'], outputs['command']) == ('true', 'test')
+        assert [reaction[0] for reaction in bot.server.reactions] == [comment['id']]
+    else:
+        assert outputs == {} and bot.server.reactions == []
+
+
+@pytest.mark.parametrize('payload', webhooks.examples('workflow_run'), ids=_ids('workflow_run'))
+def test_every_published_workflow_run_example_posts_only_a_report_its_run_left(bot, payload, capsys):
+    folder = bot.tmp / 'report'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    run = payload['workflow_run']
+    # the published runs are of workflow_dispatch and repository_dispatch, which do not leave a report
+    assert bot.act('workflow_run', payload, '--artifact', str(folder))[0] == 2
+    assert f"artifact rejected: a {run['event']} run may not leave a report" in capsys.readouterr().err
+    assert bot.server.comments_on(bot.number) == []
+    # the same run, had it been this pull request's: every other field as GitHub sends it
+    run.update(event='pull_request', head_sha=bot.head, head_branch='topic')
+    run['head_repository']['full_name'] = PROJECT
+    for listed in run['pull_requests']:
+        listed['number'] = bot.number
+    assert bot.act('workflow_run', payload, '--artifact', str(folder))[0] == 0
+    assert len(bot.server.comments_on(bot.number)) == 1
