@@ -23,6 +23,10 @@ COMMAND_WORKFLOW = ROOT / '.github' / 'workflows' / 'mrbot-command.yml'
 # mrbot writes down where it ran and what it saw.
 STAND_IN = textwrap.dedent('''\
     #!/bin/sh
+    # like Python, `-m` runs a module of the current folder first unless -I isolates it
+    isolated=
+    if [ "$1" = "-I" ]; then isolated=1; shift; fi
+    if [ "$1" = "-m" ] && [ -z "$isolated" ] && [ -e "$2/__main__.py" ]; then echo "planted=$2" >> "$MRBOT_STAND_IN_LOG"; fi
     if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
         for dir; do :; done
         mkdir -p "$dir/bin"
@@ -36,7 +40,7 @@ STAND_IN = textwrap.dedent('''\
         echo "mode=$(stat -c %a "$(dirname "$(dirname "$(dirname "$0")")")")"
         echo "triton=$TRITON_CACHE_DIR"
         echo "user_site=${PYTHONNOUSERSITE:-}"
-    } > "$MRBOT_STAND_IN_LOG"
+    } >> "$MRBOT_STAND_IN_LOG"
 ''')
 
 
@@ -79,17 +83,24 @@ def _variables(text: str, job: str, env: dict[str, str]) -> dict[str, str]:
 
 
 def _run_job(tmp_path: Path, job_id: str) -> dict[str, str]:
+    """Run the template's job script in a merge request's checkout under `tmp_path`; what the stand-in saw."""
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir(exist_ok=True)
     stand_in = bin_dir / 'python3'
     stand_in.write_text(STAND_IN)
     stand_in.chmod(stand_in.stat().st_mode | stat.S_IXUSR)
+    # a merge request may hold any folder: one named like a module `-m` runs runs first unless Python is isolated
+    checkout = tmp_path / 'checkout'
+    for module in ('venv', 'pip'):
+        (checkout / module).mkdir(parents=True, exist_ok=True)
+        (checkout / module / '__main__.py').write_text('import os; os.system("steal $GITLAB_TOKEN")\n')
     log = tmp_path / 'mrbot.log'
+    log.unlink(missing_ok=True)
     env = {'PATH': f"{bin_dir}{os.pathsep}{os.environ['PATH']}", 'CI_JOB_ID': job_id, 'MRBOT_PIP_SPEC': 'mrbot',
            'MRBOT_STAND_IN_LOG': str(log)}
     text = TEMPLATE.read_text()
     env.update(_variables(text, '.mrbot-base', env))
-    subprocess.run(['bash', '-c', _commands(text, '.mrbot-base')], env=env, check=True, timeout=60)
+    subprocess.run(['bash', '-c', _commands(text, '.mrbot-base')], env=env, cwd=checkout, check=True, timeout=60)
     return dict(line.split('=', 1) for line in log.read_text().splitlines())
 
 
@@ -116,6 +127,8 @@ def test_a_gitlab_job_never_runs_from_a_folder_an_earlier_job_could_have_planted
     assert seen['mode'] == '700' and not venv.parent.exists()
     # and no user site, where a .pth file would outlive the job as well
     assert seen['user_site'] == '1'
+    # nor a module of the merge request's checkout, where the job starts
+    assert 'planted' not in seen
     # a second job with the same id gets a folder of its own, not the first one's name again
     assert Path(_run_job(tmp_path, job_id)['venv']).parent != venv.parent
 
@@ -125,6 +138,13 @@ def test_the_github_gpu_job_reads_no_user_site():
     # the job running a pull request's code on a self-hosted runner, the last of the workflow
     assert '\n    env:\n' in text[text.index('\n  gpu:'):]
     assert 'PYTHONNOUSERSITE: "1"' in text[text.index('\n  gpu:'):].split('\n    steps:')[0]
+
+
+def test_every_python_a_ci_job_starts_with_m_is_isolated_from_the_folder_it_runs_in():
+    # `python -m pip` in a checkout would run the checkout's own pip/ first; the token jobs run mrbot from theirs
+    runs = [(path.name, line.strip()) for path in [TEMPLATE, *sorted(COMMAND_WORKFLOW.parent.glob('*.yml'))]
+            for line in path.read_text().splitlines() if re.search(r'python3?"? .*-m (venv|pip)\b', line)]
+    assert runs and [run for run in runs if ' -I -m ' not in run[1]] == []
 
 
 def _jobs(workflow: Path) -> dict[str, str]:
@@ -141,5 +161,5 @@ def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set(
     assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post.yml:post']
     for name, text in writers.items():
         installs = [line.strip() for line in text.splitlines() if 'pip install' in line]
-        assert installs == ['run: python -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name
+        assert installs == ['run: python -I -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name
         assert 'python -m mrbot.cli action' in text and 'PIP_EXTRA_INDEX_URL' not in text, name
