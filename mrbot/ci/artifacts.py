@@ -15,6 +15,8 @@ from mrbot.records import MrbotError
 ARTIFACT = 'mrbot-artifact.json'
 # What each triggering event may leave: a report from `mrbot PR`, results and notes from `mrbot command`.
 KINDS_BY_EVENT = {'pull_request': ('report',), 'issue_comment': ('result', 'accepted')}
+# Well above a body the largest forge limit lets through (GitLab's 1,000,000 characters) with its check's annotations.
+MAX_ARTIFACT_BYTES = 8_000_000
 _SHA = re.compile(r'[0-9a-f]{40}')
 _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
 
@@ -28,9 +30,14 @@ def read_artifact(folder: Path) -> dict:
     """The artifact an unprivileged run left, checked for shape; a malformed one is an error, not a post."""
     path = folder / ARTIFACT
     try:
+        size = path.stat().st_size
+        if size > MAX_ARTIFACT_BYTES:
+            raise MrbotError(f'{path}: {size} bytes; expected the JSON artifact of an mrbot run, at most '
+                             f'{MAX_ARTIFACT_BYTES} bytes')
         artifact = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, ValueError) as error:
-        raise MrbotError(f'{path}: expected the JSON artifact of an mrbot run ({error})') from None
+    # deep nesting exhausts the parser's recursion: the file is as malformed as any other
+    except (OSError, ValueError, RecursionError) as error:
+        raise MrbotError(f'{path}: expected the JSON artifact of an mrbot run ({type(error).__name__})') from None
     problems = []
     if not isinstance(artifact, dict) or artifact.get('schema') != 1:
         raise MrbotError(f'{path}: expected an mrbot artifact with schema 1')

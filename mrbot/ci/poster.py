@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mrbot import commands
@@ -17,12 +18,60 @@ from mrbot.forges import Annotation, Forge, Note, fit_body, sticky_room
 from mrbot.records import MrbotError
 
 CHECK_NAME = 'mrbot check'
+# A line that opens or closes a fenced code block, and a run of backticks that opens or closes an inline code span.
+_FENCE = re.compile(r' {0,3}(`{3,}|~{3,})')
+_TICKS = re.compile(r'`+')
+_MENTION = re.compile(r'(?<![\w@])@(?=[\w-])')
+_TAG = re.compile(r'<(?!/?(?:details|summary|sub)>)')
 
 
 def defuse(text: str) -> str:
-    """Text from a PR (titles, findings, results a PR's code wrote) with every HTML comment opener made inert, so that
-    nothing the bot posts on anyone's behalf can carry a marker that `authorize` or the poster would read."""
-    return text.replace('<!--', '&lt;!--')
+    """Text from a PR (titles, findings, results a PR's code wrote) made safe to post as the bot: every HTML comment
+    opener inert, so that nothing it posts on anyone's behalf carries a marker `authorize` or the poster would read;
+    and, outside code, no @-mention (a title's `@all`, a finding's `@triton.jit`) that would notify someone, and no
+    HTML but the folding and small print the reports use."""
+    return ''.join(piece if code else _MENTION.sub('@\u2060', _TAG.sub('&lt;', piece))
+                   for piece, code in _pieces(text.replace('<!--', '&lt;!--')))
+
+
+def _pieces(text: str) -> Iterator[tuple[str, bool]]:
+    """`text` in order, each piece with whether Markdown shows it as code; in time linear in its length, whatever
+    a PR puts in it."""
+    fence = ''
+    for line in text.splitlines(keepends=True):
+        if fence:
+            yield line, True
+            closing = _FENCE.match(line)
+            if closing and closing.group(1).startswith(fence) and not line[closing.end():].strip():
+                fence = ''
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            yield line, True
+            continue
+        yield from _code_spans(line)
+
+
+def _code_spans(line: str) -> Iterator[tuple[str, bool]]:
+    """The pieces of one line: a run of backticks opens a code span that the next run of the same length closes."""
+    runs = [match.span() for match in _TICKS.finditer(line)]
+    # the next run of each run's length, found in one pass from the end
+    closing: list[int | None] = [None] * len(runs)
+    later: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        closing[index], later[length] = later.get(length), index
+    done, index = 0, 0
+    while index < len(runs):
+        end = closing[index]
+        if end is None:
+            index += 1
+            continue
+        yield line[done:runs[index][0]], False
+        yield line[runs[index][0]:runs[end][1]], True
+        done, index = runs[end][1], end + 1
+    yield line[done:], False
 
 
 def bot_bodies(notes: list[Note]) -> list[str]:
@@ -49,6 +98,18 @@ def post(forge: Forge, event: Event, artifact: dict) -> str:
     if fitted != body and event.step_summary is None:
         print(body, end='')
     return comment.url
+
+
+def _workflow_change(forge: Forge, pr: int) -> str:
+    """Why the report of `pr` may not publish a check run, or '': the report comes from the PR's own workflow run,
+    which runs the workflow files as the PR has them."""
+    try:
+        paths = forge.changed_paths(pr)
+    except MrbotError as error:
+        return f'its changed files cannot all be read ({error})'
+    if any(path.startswith('.github/') for path in paths):
+        return 'it changes files under .github/, where the workflow that wrote its report lives'
+    return ''
 
 
 def with_done(body: str, run: str) -> str:
@@ -103,17 +164,26 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None)
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
     for index, artifact in enumerate(valid):
-        # the report comes from the PR's own workflow run, which runs the workflow files as the PR has them
-        if artifact['check'] and any(path.startswith('.github/') for path in forge.changed_paths(artifact['pr'])):
-            print(f"mrbot action: no check run for #{artifact['pr']}: it changes files under .github/, where the "
-                  'workflow that wrote its report lives', file=sys.stderr)
+        withheld = artifact['check'] and _workflow_change(forge, artifact['pr'])
+        if withheld:
+            print(f"mrbot action: no check run for #{artifact['pr']}: {withheld}", file=sys.stderr)
             valid[index] = {**artifact, 'check': None}
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
-    posted = [post(forge, event, artifact) for artifact in valid
-              if not (artifact['kind'] == 'accepted' and artifact['purpose'] in results)]
-    for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
-        # the accepted replies are as they were read for the checks above: posting results changes none of them
-        _mark_done(forge, pr, str(run['id']), notes_on(pr))
+    posted = []
+    try:
+        for artifact in valid:
+            if artifact['kind'] == 'accepted' and artifact['purpose'] in results:
+                continue
+            # one artifact the forge refuses loses no other
+            try:
+                posted.append(post(forge, event, artifact))
+            except MrbotError as error:
+                refused.append(f"#{artifact['pr']} {artifact['purpose']}: {error}")
+    finally:
+        # a job whose result could not be posted is over all the same: it must not hold its queue slot
+        for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
+            # the accepted replies are as they were read for the checks above: posting results changes none of them
+            _mark_done(forge, pr, str(run['id']), notes_on(pr))
     if refused:
         raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
     return posted

@@ -41,6 +41,7 @@ from mrbot.forges import (
     sticky_text,
     utc_timestamp,
 )
+from mrbot.records import MrbotError
 
 # GitHub refuses a longer PR body or comment with "body is too long (maximum is 65536 characters)"; its REST
 # reference does not state the number.
@@ -243,9 +244,14 @@ class GitHub:
             return self._pull(self._repo.get_pull(number))
 
     def changed_paths(self, number: int) -> list[str]:
-        """The paths PR `number` changes, a renamed file's old path too."""
+        """The paths PR `number` changes, a renamed file's old path too; an error where GitHub lists fewer files than
+        the PR changes (it lists 3,000 at most), so that no caller takes a cut list for all of them."""
         with self._doing(f'reading the files of pull request #{number} of {self.project}', _READ_PULLS):
-            files = list(self._repo.get_pull(number).get_files())
+            pull = self._repo.get_pull(number)
+            files = list(pull.get_files())
+        if pull.changed_files > len(files):
+            raise MrbotError(f'pull request #{number} changes {pull.changed_files} files and GitHub lists only '
+                             f'{len(files)} of them')
         return [f.filename for f in files] + [f.previous_filename for f in files if f.previous_filename]
 
     def pulls_with_head(self, sha: str) -> list[int]:

@@ -238,6 +238,29 @@ def test_a_pr_that_changes_the_workflows_gets_its_report_but_no_check_run(bot, c
     assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
 
 
+def test_a_pr_with_more_files_than_github_lists_gets_its_report_but_no_check_run(bot, capsys):
+    # the workflow change sorts after the files GitHub lists: it cannot be ruled out, so no check is published
+    bot.server.listed_files = 3
+    bot.server.files[bot.number] = ['.a0', '.a1', '.a2', '.github/workflows/mrbot-pr.yml']
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9004, bot.head, [bot.number]), '--artifact', str(folder))
+    assert code == 0 and 'no check run for #1: its changed files cannot all be read' in capsys.readouterr().err
+    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
+
+
+def test_a_report_notifies_nobody_and_carries_no_html_of_the_pr(bot):
+    bot.head = bot.repo.commit({'pkg/@octocat <b>x</b>.py': 'x = 1\n'}, '[Ops] More')
+    bot.server.branches['topic'] = bot.head
+    payload = bot.pull_request_payload(title='@octo-org/everyone [Ops] Add shift')
+    payload['pull_request']['head']['sha'] = bot.head
+    bot.act('pull_request', payload)
+    [(_, report)] = bot.server.comments_on(bot.number)
+    assert '@octo-org' not in report and '@\u2060octo-org/everyone' in report
+    assert '<b>' not in report and '@octocat' not in report
+
+
 def test_the_poster_rejects_a_forged_pr_number(bot, capsys):
     victim = bot.server.open_pull('main', title='[Docs] Someone else')
     folder = bot.tmp / 'artifact'
@@ -446,6 +469,39 @@ def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_
     assert code == 2
     posted = [body for _, body in bot.server.comments_on(bot.number) if body.startswith('<!-- mrbot:test-')]
     assert [body.splitlines()[1] for body in posted] == ['### mrbot test on blackwell', '### mrbot test on hopper']
+
+
+def test_an_artifact_too_deep_to_parse_loses_no_other_result_and_frees_the_queue(bot, capsys):
+    bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), run_id=501)
+    downloaded = bot.tmp / 'downloaded'
+    for runner in ('hopper', 'blackwell'):
+        folder = downloaded / f'mrbot-result-{runner}'
+        folder.mkdir(parents=True)
+        (folder / ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+                                                   'run': '501', 'purpose': f'bench-{runner}',
+                                                   'body': f'{runner} numbers', 'check': None}))
+    # PR code on hopper's runner drops a file beside its result
+    (downloaded / 'mrbot-result-hopper' / 'x').mkdir()
+    (downloaded / 'mrbot-result-hopper' / 'x' / ARTIFACT).write_text('[' * 100_000)
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.command_run(501), '--artifact', str(downloaded))
+    assert code == 2 and 'x/mrbot-artifact.json: expected the JSON artifact of an mrbot run (RecursionError)' in (
+        capsys.readouterr().err)
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert any('blackwell numbers' in body for body in bodies) and any('hopper numbers' in body for body in bodies)
+    assert [marker['run'] for marker in commands.markers(bodies, 'done')] == ['501']
+
+
+def test_a_result_the_forge_refuses_still_frees_the_queue(bot, capsys):
+    bot.act('issue_comment', bot.comment_payload('/test --on hopper'), run_id=502)
+    folder = bot.tmp / 'downloaded' / 'mrbot-result-hopper'
+    folder.mkdir(parents=True)
+    (folder / ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+                                               'run': '502', 'purpose': 'test-hopper', 'body': 'green', 'check': None}))
+    bot.server.fail('POST', f'/issues/{bot.number}/comments', 422, times=1, message='Validation Failed')
+    code, _, _ = bot.act('workflow_run', bot.command_run(502), '--artifact', str(folder.parent))
+    assert code == 2 and 'test-hopper' in capsys.readouterr().err
+    assert [m['run'] for m in commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done')] == ['502']
 
 
 @pytest.fixture

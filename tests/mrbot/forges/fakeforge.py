@@ -269,6 +269,8 @@ class FakeGitHub(FakeForge):
         self.check_runs: list[dict[str, Any]] = []
         # The paths each pull request changes, where a test sets them.
         self.files: dict[int, list[str]] = {}
+        # How many of a pull request's files GitHub lists: 3,000; a test makes it small to stand for a larger PR.
+        self.listed_files = 3000
         # The pull_request workflow runs GitHub started, one per push that changed a pull request's head.
         self.runs: list[dict[str, Any]] = []
         self.description = openapi.description()
@@ -392,6 +394,7 @@ class FakeGitHub(FakeForge):
         number = pull['number']
         merged_at = '2026-12-04T00:00:00Z' if pull['merged'] else None
         return {'url': f'{self.url}/repos/{self.project}/pulls/{number}', 'number': number,
+                'changed_files': len(self.files.get(number, [])),
                 'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
                 'merged': pull['merged'], 'merged_at': merged_at,
                 'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
@@ -401,8 +404,8 @@ class FakeGitHub(FakeForge):
                          'repo': self._repo_json(self.project)}}
 
     def _listed_pull_json(self, pull: dict[str, Any]) -> dict[str, Any]:
-        # a list leaves out `merged`; merged_at tells a merged pull request there
-        return {key: value for key, value in self._pull_json(pull).items() if key != 'merged'}
+        # a list leaves out `merged` (merged_at tells a merged pull request there) and the counts
+        return {key: value for key, value in self._pull_json(pull).items() if key not in ('merged', 'changed_files')}
 
     def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
         return {'id': comment['id'], 'url': f"{self.url}/repos/{self.project}/issues/comments/{comment['id']}",
@@ -523,7 +526,9 @@ class FakeGitHub(FakeForge):
     def _list_files(self, request: Request, number: str) -> Answer:
         if int(number) not in self.pulls:
             return Answer(404, {'message': 'Not Found'})
-        return self.page(request, [{'filename': path, 'status': 'modified'} for path in self.files.get(int(number), [])])
+        # GitHub lists the first 3,000 files of a pull request, and no more
+        listed = self.files.get(int(number), [])[:self.listed_files]
+        return self.page(request, [{'filename': path, 'status': 'modified'} for path in listed])
 
     def _pulls_of_commit(self, request: Request, commit: str) -> Answer:
         return Answer(200, [self._listed_pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
