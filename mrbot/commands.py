@@ -269,12 +269,13 @@ def _age_s(at: str, now: datetime.datetime) -> float:
 
 
 def authorize(user: str, association: str, permission: str, bot_bodies: list[str], now: datetime.datetime,
-              config: Config, jobs: int = 1) -> Decision:
+              config: Config, jobs: int = 1, note: int | None = None) -> Decision:
     """May `user` (with this author association and repository permission) start `jobs` GPU jobs on this PR now?
 
     `bot_bodies` are the bodies of the bot's own comments on the PR; their markers give the user's last accepted job
     (cooldown) and the jobs accepted but not yet done (queue), one per runner class. A marker dated in the future is
-    not one the bot wrote, and is ignored.
+    not one the bot wrote, and is ignored. The jobs GitLab runs for `note`, one per runner class, are one command: one
+    of them starts no cooldown for the others.
     """
     if association not in ASSOCIATIONS:
         return Decision(False, f'@{user} is not a member or collaborator of this repository ({association.lower()})')
@@ -284,7 +285,7 @@ def authorize(user: str, association: str, permission: str, bot_bodies: list[str
         return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
     accepted = [m for m in markers(bot_bodies, 'accepted') if _age_s(m.get('at'), now) >= 0]
     done = {str(m.get('run')) for m in markers(bot_bodies, 'done')}
-    mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user]
+    mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user and (note is None or m.get('note') != note)]
     if mine and min(mine) < config.command_cooldown_s:
         wait = int(config.command_cooldown_s - min(mine)) + 1
         return Decision(False, f'@{user} started a job {int(min(mine))} s ago; try again in {wait} s')

@@ -30,7 +30,7 @@ class Request:
     permission decides). `given_at` is when it was given (ISO 8601 in UTC), None where no asker's view dates it (a
     GitLab job its starter runs in the pipeline they see). `note` is a GitLab note that names the command, run once;
     `job_user` whoever ran a GitLab job, who must be allowed too. `head_sha` is the commit the job will run where the
-    pipeline fixes it (GitLab), None for the request's head.
+    pipeline fixes it (GitLab), which must be the request's head; None for the request's head.
     """
 
     number: int
@@ -93,25 +93,22 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
         return Answer(f'```\n{commands.USAGE}\n```', '+1', command)
     runners = command.runners if runner is None else (runner,)
     where = reference(forge, request.number)
-    if request.note is not None and any(m.get('note') == request.note
-                                        for m in commands.markers(bot_bodies, 'accepted')):
-        return _refusal(command, commands.Decision(False, f'note {request.note} has been run already; a new note '
-                                                          'asks again'))
-    for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
-        permission = forge.permission(login)
-        association = (request.association if login == request.asker and request.association is not None
-                       else 'MEMBER' if permission != 'none' else 'NONE')
-        decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners))
-        if not decision.allowed:
-            return _refusal(command, decision)
+    decision = _admission(forge, request, runners, bot_bodies, now, config)
+    if not decision.allowed:
+        return _refusal(command, decision)
     pull = forge.get_pull(request.number)
     if pull.state != 'open':
         return _refusal(command, commands.Decision(False, f'{where} is {pull.state}'))
-    sha = request.head_sha or pull.head_sha
+    if request.head_sha is not None and request.head_sha != pull.head_sha:
+        # a job of an older pipeline would run a commit the asker may never have seen
+        return _refusal(command, commands.Decision(False, f'this pipeline is of {request.head_sha[:10]}, but the head '
+                                                          f'of {where} is {pull.head_sha[:10]}; run the job of its '
+                                                          'newest pipeline'))
+    sha = pull.head_sha
     decision = commands.head_moved(command, sha, where)
     if decision.allowed and request.given_at is not None and not command.args.get('sha'):
         # unpinned, it runs the head as it is now: only if that is the head the asker saw
-        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(dataclasses.replace(pull, head_sha=sha)),
+        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(pull),
                                          sha, where)
     if not decision.allowed:
         return _refusal(command, decision)
@@ -125,6 +122,39 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
         return Answer(_usage(request.asker, error), 'confused')
     return Answer(acceptance(request.asker, command, runners, sha, run_id, run_url, now, request.note), 'eyes',
                   command, runners, sha)
+
+
+def _admission(forge: Forge, request: Request, runners: tuple[str, ...], bot_bodies: list[str],
+               now: datetime.datetime, config: Config) -> commands.Decision:
+    """May the request start jobs on `runners`, given the bot's comments `bot_bodies`: a note not yet run on them, and
+    its asker (and on GitLab whoever ran the job) allowed, within the cooldown and the queue."""
+    if request.note is not None and any(m.get('note') == request.note and set(runners) & set(m.get('runners') or ())
+                                        for m in commands.markers(bot_bodies, 'accepted')):
+        return commands.Decision(False, f'note {request.note} has been run already on {" and ".join(runners)}; a new '
+                                        'note asks again')
+    for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
+        permission = forge.permission(login)
+        association = (request.association if login == request.asker and request.association is not None
+                       else 'MEMBER' if permission != 'none' else 'NONE')
+        decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners),
+                                      request.note)
+        if not decision.allowed:
+            return decision
+    return commands.Decision(True)
+
+
+def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime) -> Answer:
+    """`given`, an answer posted as comment `reply`, held again to the bot's comments before it: two commands answered
+    at once each counted without the other's acceptance, and the later reply yields, edited into a refusal."""
+    if not given.runners:
+        return given
+    earlier = [note.body for note in forge.comments(request.number) if note.by_bot and note.id < reply]
+    decision = _admission(forge, request, given.runners, earlier, now, config)
+    if decision.allowed:
+        return given
+    refused = _refusal(given.command, decision)
+    forge.edit_comment(request.number, reply, refused.reply)
+    return refused
 
 
 def deliver(forge: Forge, number: int, comment_id: int | None, given: Answer) -> int:

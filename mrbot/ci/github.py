@@ -17,7 +17,7 @@ from pathlib import Path
 from mrbot import commands, git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
-from mrbot.ci.answer import Request, answer, deliver
+from mrbot.ci.answer import Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
@@ -104,9 +104,10 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     forge = ci_event.open_forge('github', event.repository, environ)
     request = Request(number, text, login, str(comment.get('author_association', 'NONE')),
                       payload_time(comment.get('created_at')))
-    given = answer(forge, request, config, load_specs(root, config), bot_bodies(forge.comments(number)),
-                   datetime.datetime.now(datetime.timezone.utc), event.run_id, event.run_url)
-    deliver(forge, number, comment_id, given)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    given = answer(forge, request, config, load_specs(root, config), bot_bodies(forge.comments(number)), now,
+                   event.run_id, event.run_url)
+    given = settle(forge, request, given, deliver(forge, number, comment_id, given), config, now)
     command = given.command
     if command is None:
         return outputs

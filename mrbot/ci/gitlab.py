@@ -18,23 +18,23 @@ from pathlib import Path
 from mrbot import git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
-from mrbot.ci.answer import Request, answer, deliver
+from mrbot.ci.answer import Request, answer, deliver, settle
 from mrbot.ci.artifacts import read_artifact
 from mrbot.ci.event import Ended, Event
 from mrbot.ci.job import run_job
 from mrbot.ci.poster import bot_bodies, post, with_done
 from mrbot.ci.report import check_report
 from mrbot.forges import Note
+from mrbot.forges.gitlab import GitLab, RunningJob
 from mrbot.records import MrbotError
 from mrbot.workspace import Workspace
 
 
-def command_request(notes: list[Note], number: int, environ: Mapping[str, str]) -> Request:
+def command_request(notes: list[Note], number: int, job: RunningJob, environ: Mapping[str, str]) -> Request:
     """The command a GitLab job runs. A webhook receiver names the note (MRBOT_COMMAND_NOTE), which is read back
-    through the API with its author and date; otherwise the command is MRBOT_COMMAND, asked by whoever ran the job
-    (GitLab's own GITLAB_USER_LOGIN). Never a name from a variable: whoever runs a job sets those, and could post as
-    anyone and leave their own cooldown behind. `notes` are the MR's, as read."""
-    job_user = environ.get('GITLAB_USER_LOGIN', '')
+    through the API with its author and date; otherwise the command is MRBOT_COMMAND, asked by whoever ran the job.
+    Who that is, and the commit, come from GitLab's record of the job, never from a variable: whoever runs a job sets
+    those, and could post as anyone and leave their own cooldown behind. `notes` are the MR's, as read."""
     named = environ.get('MRBOT_COMMAND_NOTE', '')
     if named:
         if not named.isdigit() or len(named) > 20:
@@ -45,25 +45,42 @@ def command_request(notes: list[Note], number: int, environ: Mapping[str, str]) 
         if note.by_bot:
             raise Ended(f'note {named} is the bot\'s own; it gives no commands')
         return Request(number, note.body.split('\n', 1)[0].strip(), note.author, None, note.created_at, note.id,
-                       job_user, environ['CI_COMMIT_SHA'])
-    if not job_user:
-        raise MrbotError('GITLAB_USER_LOGIN is not set: a command job runs in a GitLab pipeline, started by someone')
+                       job.user, job.sha)
     # its starter runs the pipeline they see: no date to hold the head to
-    return Request(number, environ.get('MRBOT_COMMAND', ''), job_user, None, None, None, job_user,
-                   environ['CI_COMMIT_SHA'])
+    return Request(number, environ.get('MRBOT_COMMAND', ''), job.user, None, None, None, job.user, job.sha)
+
+
+def merge_request_job(forge: GitLab, environ: Mapping[str, str]) -> tuple[int, RunningJob]:
+    """The merge request this pipeline is for and this job, as GitLab records them; an error where the pipeline's
+    variables say otherwise, as they do when whoever ran the job set them."""
+    missing = [v for v in ('CI_COMMIT_SHA', 'CI_JOB_TOKEN') if not environ.get(v)]
+    if missing:
+        raise MrbotError(f"{', '.join(missing)} not set: mrbot action --forge gitlab runs in a GitLab CI job")
+    if not environ.get('CI_MERGE_REQUEST_IID'):
+        raise Ended('CI_MERGE_REQUEST_IID is not set: mrbot acts in merge request pipelines only')
+    text = environ['CI_MERGE_REQUEST_IID']
+    if not text.isdigit() or len(text) > 12:
+        raise MrbotError(f'CI_MERGE_REQUEST_IID {text[:40]!r}: expected the number of a merge request')
+    job = forge.running_job(environ['CI_JOB_TOKEN'])
+    if job.merge_request != int(text) or job.sha != environ['CI_COMMIT_SHA']:
+        runs = f'!{job.merge_request}' if job.merge_request is not None else 'no merge request'
+        raise MrbotError(f"this job runs for {runs} at {job.sha[:10]}, but CI_MERGE_REQUEST_IID and CI_COMMIT_SHA say "
+                         f"!{text} at {environ['CI_COMMIT_SHA'][:10]}: variables set when the job was run are not "
+                         'the pipeline\'s')
+    return int(text), job
 
 
 def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     """Act on this merge request pipeline: post the report, or answer and run a command."""
-    missing = [v for v in ('CI_PROJECT_PATH', 'CI_COMMIT_SHA', 'CI_MERGE_REQUEST_IID', 'CI_MERGE_REQUEST_DIFF_BASE_SHA')
-               if not environ.get(v)]
-    if missing:
-        raise Ended(f"{', '.join(missing)} not set: mrbot action --forge gitlab runs in a merge request pipeline")
-    number, sha = int(environ['CI_MERGE_REQUEST_IID']), environ['CI_COMMIT_SHA']
+    if not environ.get('CI_PROJECT_PATH'):
+        raise MrbotError('CI_PROJECT_PATH is not set: mrbot action --forge gitlab runs in a GitLab CI job')
     event = Event('merge_request', {}, environ['CI_PROJECT_PATH'], environ.get('CI_PIPELINE_ID', ''),
                   environ.get('CI_PIPELINE_URL', ''), None, None)
     forge = ci_event.open_forge('gitlab', event.repository, environ)
-    base = environ['CI_MERGE_REQUEST_DIFF_BASE_SHA']
+    number, job = merge_request_job(forge, environ)
+    sha = job.sha
+    # the settings of the merge request's base: its own new settings are not this bot's to read yet
+    base = forge.merge_request_base(number)
     config = git.config_at(root, base)
     if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
         report = check_report(Workspace(root, config), base, sha,
@@ -74,10 +91,12 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     if runner not in config.runners:
         raise MrbotError(f"a command needs MRBOT_RUNNER, this job's class: one of {', '.join(config.runners)}")
     notes = forge.comments(number)
-    request = command_request(notes, number, environ)
-    given = answer(forge, request, config, load_specs(root, config), bot_bodies(notes),
-                   datetime.datetime.now(datetime.timezone.utc), event.run_id, event.run_url, runner)
+    request = command_request(notes, number, job, environ)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    given = answer(forge, request, config, load_specs(root, config), bot_bodies(notes), now, event.run_id,
+                   event.run_url, runner)
     accepted = deliver(forge, number, request.note, given)
+    given = settle(forge, request, given, accepted, config, now)
     if not given.runners:
         return 0
     command = given.command

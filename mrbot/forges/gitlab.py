@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property
 
 import gitlab
@@ -58,6 +59,16 @@ _WRITE = 'the `api` scope and at least the Developer role'
 _READ = 'the `read_api` scope and at least the Guest role'
 
 
+@dataclass(frozen=True)
+class RunningJob:
+    """A GitLab CI job as GitLab tells it: who ran it, its commit, and the merge request its pipeline is for (None for
+    a pipeline of a branch or a tag)."""
+
+    user: str
+    sha: str
+    merge_request: int | None
+
+
 def _message(error: GitlabError) -> str:
     """GitLab's message of a refused request on one line; validation failures come as lists or field maps."""
     message = error.error_message
@@ -99,10 +110,10 @@ class GitLab:
         self._retries = retries
         # Every method is retried, POST included as in PyGithub; a repeated MR or award create is refused as a duplicate.
         adapter = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff, allowed_methods=None))
-        session = requests.Session()
-        session.mount('https://', adapter)
-        session.mount('http://', adapter)
-        self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=session, per_page=100)
+        self._session = requests.Session()
+        self._session.mount('https://', adapter)
+        self._session.mount('http://', adapter)
+        self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=self._session, per_page=100)
         self._project = self._gitlab.projects.get(project, lazy=True)
 
     @contextmanager
@@ -164,6 +175,30 @@ class GitLab:
                            body=merge_request.description or '', head_branch=merge_request.source_branch,
                            head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft,
                            state=_STATES[merge_request.state], head_repo=self._source_project(merge_request))
+
+    def running_job(self, job_token: str) -> RunningJob:
+        """The CI job `job_token` (its CI_JOB_TOKEN) belongs to, as GitLab records it: whoever runs a job may set its
+        variables, GITLAB_USER_LOGIN and CI_MERGE_REQUEST_IID included, but not what GitLab answers about it."""
+        doing = f'reading the running job of {self.project} with CI_JOB_TOKEN'
+        client = gitlab.Gitlab(self._server_url, job_token=job_token, session=self._session)
+        try:
+            job = client.http_get('/job')
+        except GitlabError as error:
+            raise forge_error('GitLab', doing, error.response_code, _message(error),
+                              'CI_JOB_TOKEN is the token of this running job, which GitLab sets') from None
+        except requests.RequestException as error:
+            raise network_error('GitLab', doing, error, self._retries) from None
+        pipeline, commit, user = (job.get(key) if isinstance(job.get(key), dict) else {}
+                                  for key in ('pipeline', 'commit', 'user'))
+        # a merge request pipeline runs on refs/merge-requests/IID/head (or /merge for merged results)
+        found = re.fullmatch(r'refs/merge-requests/(\d+)/\w+', str(pipeline.get('ref') or job.get('ref') or ''))
+        return RunningJob(str(user.get('username') or ''), str(commit.get('id') or pipeline.get('sha') or ''),
+                          int(found[1]) if found else None)
+
+    def merge_request_base(self, number: int) -> str:
+        """The commit merge request `number`'s changes are shown against (its diff base), as GitLab records it."""
+        with self._doing(f'reading merge request !{number} of {self.project}', _READ):
+            return str((self._project.mergerequests.get(number).diff_refs or {}).get('base_sha') or '')
 
     def _note_url(self, number: int, note_id: int) -> str:
         return f'{self._server_url}/{self.project}/-/merge_requests/{number}#note_{note_id}'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -524,7 +525,15 @@ def lab(repo, monkeypatch):
                             'CI_MERGE_REQUEST_DESCRIPTION': BODY, 'CI_PIPELINE_ID': '77',
                             'CI_PIPELINE_URL': 'https://gitlab.example/lab/kernels/fla/-/pipelines/77'}.items():
             monkeypatch.setenv(name, value)
+        _job_run_by(server, monkeypatch, 'alice')
         yield server, iid, head
+
+
+def _job_run_by(server, monkeypatch, user: str) -> None:
+    """Run this pipeline's job as `user`: GitLab records who ran a job, and GITLAB_USER_LOGIN only says so."""
+    monkeypatch.setenv('GITLAB_USER_LOGIN', user)
+    monkeypatch.setenv('CI_JOB_TOKEN', server.start_job(user, os.environ['CI_COMMIT_SHA'],
+                                                        f"refs/merge-requests/{os.environ['CI_MERGE_REQUEST_IID']}/head"))
 
 
 def test_gitlab_pipeline_posts_the_report_note_and_a_commit_status(lab):
@@ -540,12 +549,12 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     server, iid, _ = lab
     monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
-    monkeypatch.setenv('GITLAB_USER_LOGIN', 'reader')
+    _job_run_by(server, monkeypatch, 'reader')
     server.members['reader'] = 20
     assert main(['action', '--forge', 'gitlab']) == 0
     assert server.notes_on(iid)[-1][1] == ('Not running `/test --on hopper`: @reader has read permission; commands need '
                                            'write access.')
-    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
+    _job_run_by(server, monkeypatch, 'alice')
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
     accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
@@ -562,7 +571,7 @@ def test_a_gitlab_command_is_answered_as_on_github_closed_refused_note_reacted_b
         lab, monkeypatch):
     server, iid, _ = lab
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
-    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
+    _job_run_by(server, monkeypatch, 'alice')
     note = server.add_note(iid, '/bench --on hopper', author='alice')
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
     server.merge_requests[iid]['state'] = 'closed'
@@ -581,7 +590,7 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     server, iid, _ = lab
     server.members.update(alice=30, bob=30)
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
-    monkeypatch.setenv('GITLAB_USER_LOGIN', 'alice')
+    _job_run_by(server, monkeypatch, 'alice')
     # a name in the job's variables is not who asked: alice cannot post as @all, nor leave her cooldown to bob
     monkeypatch.setenv('MRBOT_COMMAND', '/bench --on hopper')
     monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'all')
@@ -592,7 +601,7 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert '@alice started a job' in server.notes_on(iid)[-1][1]
     # a webhook receiver names the note; its author and its first line come from GitLab
     monkeypatch.delenv('MRBOT_COMMAND')
-    monkeypatch.setenv('GITLAB_USER_LOGIN', 'receiver')
+    _job_run_by(server, monkeypatch, 'receiver')
     server.members['receiver'] = 30
     note = server.add_note(iid, '/test --on hopper\nplease', author='bob')
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
@@ -600,8 +609,8 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert server.notes_on(iid)[-2][1].startswith('Accepted from @bob: mrbot test on ')
     # once
     assert main(['action', '--forge', 'gitlab']) == 0
-    assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: note {note} has been run already; a new '
-                                           'note asks again.')
+    assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: note {note} has been run already on '
+                                           'hopper; a new note asks again.')
     # a note given before the pipeline's commit was pushed does not run it
     server.members['carol'] = 30
     later = server.add_note(iid, '/test --on hopper', author='carol')
@@ -611,6 +620,62 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert f'the head of !{iid} became ' in server.notes_on(iid)[-1][1]
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', '1; rm -rf /')
     assert main(['action', '--forge', 'gitlab']) == 2
+
+
+def test_a_gitlab_job_takes_who_ran_it_and_its_merge_request_from_gitlab_not_from_its_variables(lab, monkeypatch,
+                                                                                               capsys):
+    server, iid, _ = lab
+    server.members.update(mallory=30, olivia=40)
+    victim = server.open_merge_request('main', title='[Docs] Someone else')
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'mallory')
+    # mallory runs the job and sets the variables GitLab's own would have
+    monkeypatch.setenv('GITLAB_USER_LOGIN', 'olivia')
+    monkeypatch.setenv('CI_MERGE_REQUEST_IID', str(victim))
+    assert main(['action', '--forge', 'gitlab']) == 2
+    assert f'this job runs for !{iid} at ' in capsys.readouterr().err and server.notes_on(victim) == []
+    monkeypatch.setenv('CI_MERGE_REQUEST_IID', str(iid))
+    assert main(['action', '--forge', 'gitlab']) == 1
+    assert server.notes_on(iid)[-2][1].startswith('Accepted from @mallory: ')
+
+
+def test_a_gitlab_note_never_runs_a_commit_that_is_no_longer_the_head(lab, monkeypatch, repo):
+    server, iid, old = lab
+    server.members.update(olivia=40, mallory=30)
+    new = repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 2\n'}, '[Ops] Reviewed head')
+    note = server.add_note(iid, '/test --on hopper', author='olivia')
+    server.push(iid, new, created_at(note) - datetime.timedelta(seconds=30))
+    # mallory runs the job of the pipeline of the old head, naming the note olivia wrote for the new one
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
+    _job_run_by(server, monkeypatch, 'mallory')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: this pipeline is of {old[:10]}, but the '
+                                           f'head of !{iid} is {new[:10]}; run the job of its newest pipeline.')
+
+
+def test_a_gitlab_note_for_two_classes_runs_once_on_each(lab, monkeypatch):
+    server, iid, _ = lab
+    note = server.add_note(iid, '/test --on hopper blackwell', author='alice')
+    monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
+    for runner in ('hopper', 'blackwell', 'hopper'):
+        monkeypatch.setenv('MRBOT_RUNNER', runner)
+        main(['action', '--forge', 'gitlab'])
+    replies = [body.splitlines()[0] for author, body in server.notes_on(iid) if author == 'project_7_bot'
+               and not body.startswith('<!--')]
+    assert [reply.split(':')[0] for reply in replies] == ['Accepted from @alice', 'Accepted from @alice', 'Not running `/test --on hopper blackwell`']
+
+
+def test_of_two_commands_answered_at_once_the_later_yields(bot, monkeypatch):
+    # both authorize jobs read the comments before either posted: each sees no acceptance
+    monkeypatch.setattr(github, 'bot_bodies', lambda notes: [])
+    _, first, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=701)
+    _, second, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=702)
+    assert (first['authorized'], second['authorized']) == ('true', 'false')
+    replies = [body for author, body in bot.server.comments_on(bot.number) if author == 'github-actions[bot]']
+    assert replies[0].startswith('Accepted from @alice') and replies[1].startswith('Not running `/bench scale')
+    assert 'try again in' in replies[1] and commands.markers(replies[1:], 'accepted') == []
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [

@@ -102,6 +102,7 @@ class Request:
     body: dict[str, Any]
     account: Account | None
     raw_body: bytes = b''
+    token: str | None = None
 
 
 @dataclass
@@ -179,8 +180,9 @@ class FakeForge(ABC):
         method, path = handler.command, unquote(parts.path)
         with self.lock:
             self.requests.append((method, path))
+            token = self.token(handler)
             request = Request(method, path, parts.path, dict(parse_qsl(parts.query)), json.loads(raw) if raw else {},
-                              self.accounts.get(self.token(handler)), raw)
+                              self.accounts.get(token), raw, token)
             failure = self._take_failure(method, path)
             answer = self.as_sent(request, self._answer(request) if failure is None else None)
             if failure is not None and failure.status == RESET:
@@ -596,11 +598,14 @@ class FakeGitLab(FakeForge):
         self.forks: dict[int, str] = {}
         # Each commit status posted, as GitLab stored it.
         self.statuses: list[dict[str, Any]] = []
+        # CI_JOB_TOKEN of each running job: (who ran it, its commit, the ref of its pipeline).
+        self.jobs: dict[str, tuple[str, str, str]] = {}
         project_path = r'/api/v4/projects/[^/]+'
         merge_request = project_path + r'/merge_requests/(?P<iid>\d+)'
         self.entities: dict[Callable[..., Answer], gitlab_fields.Entity] = {}
         documented = self.documented_route
         documented('GET', r'/api/v4/user', self._user, gitlab_fields.CURRENT_USER)
+        documented('GET', r'/api/v4/job', self._job, gitlab_fields.JOB)
         documented('GET', r'/api/v4/projects/(?P<project>[^/]+)', self._project, gitlab_fields.PROJECT)
         documented('GET', project_path + r'/merge_requests', self._list_merge_requests, gitlab_fields.MERGE_REQUEST)
         documented('POST', project_path + r'/merge_requests', self._create_merge_request, gitlab_fields.MERGE_REQUEST)
@@ -670,10 +675,22 @@ class FakeGitLab(FakeForge):
                                 for field in gitlab_fields.undocumented(answer.body, entity)]
         return answer
 
+    def start_job(self, user: str, sha: str, ref: str) -> str:
+        """Start a CI job run by `user` at commit `sha` in a pipeline of `ref` (refs/merge-requests/IID/head for a merge
+        request's); its CI_JOB_TOKEN."""
+        with self.lock:
+            token = f'job-token-{len(self.jobs) + 1}'
+            self.user_ids.setdefault(user, len(self.user_ids) + 1)
+            self.jobs[token] = (user, sha, ref)
+            return token
+
     def token(self, handler: BaseHTTPRequestHandler) -> str | None:
-        return handler.headers.get('PRIVATE-TOKEN')
+        return handler.headers.get('PRIVATE-TOKEN') or handler.headers.get('JOB-TOKEN')
 
     def check(self, request: Request) -> Answer | None:
+        if request.path == '/api/v4/job':
+            # a job token reads its own job, and a personal or project token reads none
+            return None if request.token in self.jobs else Answer(401, {'message': '401 Unauthorized'})
         if request.account is None:
             return Answer(401, {'message': '401 Unauthorized'})
         if request.method != 'GET' and not request.account.writes:
@@ -694,6 +711,8 @@ class FakeGitLab(FakeForge):
                 'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
                 'source_project_id': source_id, 'target_project_id': _PROJECT_ID,
                 'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
+                'diff_refs': {'base_sha': self.branches[merge_request['target']], 'head_sha': head_sha,
+                              'start_sha': self.branches[merge_request['target']]},
                 'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
 
     def _user_basic(self, username: str) -> dict[str, Any]:
@@ -710,6 +729,12 @@ class FakeGitLab(FakeForge):
 
     def _user(self, request: Request) -> Answer:
         return Answer(200, {'id': request.account.id, 'username': request.account.login})
+
+    def _job(self, request: Request) -> Answer:
+        user, commit, ref = self.jobs[request.token]
+        return Answer(200, {'id': 9000 + list(self.jobs).index(request.token), 'status': 'running', 'ref': ref,
+                            'user': self._user_basic(user), 'commit': {'id': commit},
+                            'pipeline': {'id': 77, 'project_id': _PROJECT_ID, 'ref': ref, 'sha': commit}})
 
     def _project(self, request: Request, project: str) -> Answer:
         fork = self.forks.get(int(project)) if project.isdigit() else None

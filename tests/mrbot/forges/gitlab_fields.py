@@ -5,7 +5,7 @@ answers no other.
 
 GitLab publishes no machine-readable description of these endpoints, so the sets are written down here from its API
 documentation (Notes, Merge requests, Merge request diff versions, Award emoji, Project members, Commits (statuses),
-Users, Projects, Branches), each naming the entity a nested object is. A field missing here is one the fake may not
+Users, Projects, Branches, Jobs), each naming the entity a nested object is. A field missing here is one the fake may not
 invent: the bot once trusted a `bot` flag on a note's author, which GitLab's UserBasic does not have.
 """
 
@@ -63,6 +63,12 @@ COMMIT = _fields(
     'committer_email committed_date trailers extended_trailers web_url')
 BRANCH = _fields('name merged protected developers_can_push developers_can_merge can_push default web_url',
                  commit=COMMIT)
+# GET /job: the job a CI_JOB_TOKEN belongs to
+JOB = _fields(
+    'id status stage name ref tag coverage allow_failure created_at started_at finished_at erased_at duration '
+    'queued_duration failure_reason web_url project artifacts_file artifacts runner artifacts_expire_at archived '
+    'tag_list', user=CURRENT_USER, commit=COMMIT,
+    pipeline=_fields('id iid project_id ref sha status source created_at updated_at web_url'))
 # what GitLab answers instead of an object when it refuses a request
 ERROR = _fields('message error')
 
