@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import json
 import os
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,8 @@ DEFAULT_TAGS = ('Backends', 'Bench', 'Bot', 'Build', 'Checks', 'CI', 'Docs', 'Fi
 
 
 STATE = '.mrbot'
+# Set by `mrbot --config FILE`, so that every stage and every process a command starts reads the same settings.
+CONFIG_VARIABLE = 'MRBOT_CONFIG'
 # Runner class -> labels of its self-hosted runners; an `smNN` label also names the compute capability it must have.
 DEFAULT_RUNNERS = {'hopper': ['self-hosted', 'linux', 'x64', 'gpu', 'sm90'],
                    'blackwell': ['self-hosted', 'linux', 'x64', 'gpu', 'sm100']}
@@ -46,6 +51,9 @@ def state_dir(root: Path, *parts: str) -> Path:
         if step.is_symlink():
             raise MrbotError(f'{step.relative_to(root)} is a symbolic link: mrbot keeps its state in a real folder there; '
                              'remove the link')
+        if step.exists() and not step.is_dir():
+            raise MrbotError(f'{step.relative_to(root)} is a file: mrbot keeps its state in a folder there; remove or '
+                             'rename the file')
     tracked = subprocess.run(['git', 'ls-files', '--', STATE], cwd=root, capture_output=True, text=True).stdout
     if tracked.strip():
         raise MrbotError(f'{STATE}/ holds files git tracks ({tracked.split()[0]}, ...): it is mrbot\'s own cache, which '
@@ -149,9 +157,23 @@ def _lookup(table: dict[str, str], rule: str) -> str | None:
     return table.get(family)
 
 
+def suggestion(word: str, known: Iterable[str]) -> str:
+    """'; did you mean X?' for the known word closest to `word`, or nothing when none is close."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f'; did you mean {close[0]}?' if close else ''
+
+
 def _check_severities(where: str, table: Any) -> dict[str, str]:
     if not isinstance(table, dict):
         raise MrbotError(f'{where}: expected a table of rule id = severity, got {type(table).__name__}')
+    if table:
+        # a rule is found by its id, or by its family before a colon (`RUF` or `RUF:E501` for ruff's codes)
+        from mrbot.rules import all_rules
+
+        ids = [rule.id for rule in all_rules()]
+        for rule in table:
+            if rule.split(':')[0] not in ids:
+                raise MrbotError(f"{where}.{rule}: unknown rule id{suggestion(rule, ids)} (`mrbot rules` lists them)")
     for rule, severity in table.items():
         if severity not in (*SEVERITIES, OFF):
             raise MrbotError(f"{where}.{rule}: expected one of error, warning, note, off; got {severity!r}")
@@ -190,7 +212,12 @@ def _convert(name: str, value: Any, default: Any) -> Any:
             raise MrbotError(f'{where}: expected an array of tables [[tool.mrbot.overrides]], got {type(value).__name__}')
         result = []
         for i, entry in enumerate(value):
-            paths = entry.get('paths') if isinstance(entry, dict) else None
+            if not isinstance(entry, dict):
+                raise MrbotError(f'{where}[{i}]: expected a table with paths and rules, got {entry!r}')
+            for key in entry.keys() - {'paths', 'rules'}:
+                raise MrbotError(f"{where}[{i}].{key}: unknown key{suggestion(key, ('paths', 'rules'))}; an override "
+                                 'has paths and rules')
+            paths = entry.get('paths')
             if not (isinstance(paths, list) and paths and all(isinstance(p, str) for p in paths)):
                 raise MrbotError(f'{where}[{i}].paths: expected a non-empty list of path patterns')
             result.append(PathOverride(tuple(paths), _check_severities(f'{where}[{i}].rules', entry.get('rules', {}))))
@@ -212,30 +239,95 @@ def _convert(name: str, value: Any, default: Any) -> Any:
     return value
 
 
+def settings_file(root: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    """Where the settings come from: the file `mrbot --config` (or MRBOT_CONFIG) names, else `root/pyproject.toml`."""
+    chosen = environ.get(CONFIG_VARIABLE)
+    if chosen:
+        path = Path(chosen)
+        if not path.is_file():
+            raise MrbotError(f'--config {chosen}: no such file; expected a pyproject.toml or a TOML file of settings')
+        return path
+    return root / 'pyproject.toml'
+
+
 def load_config(root: Path) -> Config:
-    """Read `[tool.mrbot]` from `root/pyproject.toml`; defaults where the file or the table is absent."""
-    pyproject = root / 'pyproject.toml'
-    if not pyproject.is_file():
+    """Read the settings of the repository at `root` (`settings_file`); defaults where the file or table is absent."""
+    path = settings_file(root)
+    if not path.is_file():
         return Config()
     try:
-        text = pyproject.read_text(encoding='utf-8')
+        text = path.read_text(encoding='utf-8')
     except UnicodeDecodeError as exc:
-        raise MrbotError(f'{pyproject}: not valid TOML ({exc})') from None
-    return parse_config(text, str(pyproject))
+        raise MrbotError(f'{path}: not valid TOML ({exc})') from None
+    except OSError as exc:
+        raise MrbotError(f'{path}: cannot read it ({exc.strerror}); expected a readable TOML file') from None
+    return parse_config(text, str(path), whole=path.name != 'pyproject.toml')
 
 
-def parse_config(text: str, where: str) -> Config:
-    """`[tool.mrbot]` of a pyproject.toml's text (`where` names it in errors); defaults where the table is absent."""
+def parse_config(text: str, where: str, whole: bool = False) -> Config:
+    """`[tool.mrbot]` of a pyproject.toml's text, or with `whole` the top level of a file of settings alone (`where`
+    names it in errors); defaults where the table is absent."""
     try:
-        table = tomllib.loads(text).get('tool', {}).get('mrbot', {})
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MrbotError(f'{where}: not valid TOML ({exc})') from None
+    table: Any = document
+    if not whole:
+        table = document.get('tool', {})
+        if not isinstance(table, dict):
+            raise MrbotError(f'{where}: tool is {table!r}; expected a table such as [tool.mrbot]')
+        table = table.get('mrbot', {})
+        if not isinstance(table, dict):
+            raise MrbotError(f'{where}: tool.mrbot is {table!r}; expected a table [tool.mrbot]')
     known = {f.name: f for f in fields(Config)}
     values = {}
     for key, value in table.items():
         name = key.replace('-', '_')
         if name not in known:
-            names = ', '.join(sorted(k.replace('_', '-') for k in known))
-            raise MrbotError(f'[tool.mrbot] {key}: unknown setting; known: {names}')
+            names = [k.replace('_', '-') for k in known]
+            raise MrbotError(f'[tool.mrbot] {key}: unknown setting{suggestion(key, names)} (`mrbot config` shows every '
+                             'setting)')
         values[name] = _convert(name, value, known[name].default)
     return Config(**values)
+
+
+def toml_string(text: str) -> str:
+    # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
+    return json.dumps(text, ensure_ascii=False).replace('\x7f', '\\u007f')
+
+
+def toml_array(items: Iterable[str]) -> str:
+    return f"[{', '.join(toml_string(item) for item in items)}]"
+
+
+def toml_key(key: str) -> str:
+    return key if re.fullmatch(r'[A-Za-z0-9_-]+', key) else toml_string(key)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, (list, tuple)):
+        return toml_array(value)
+    return '{ ' + ', '.join(f'{toml_key(k)} = {toml_value(v)}' for k, v in value.items()) + ' }'
+
+
+def render_settings(config: Config) -> str:
+    """Every setting of `config` as the `[tool.mrbot]` table that would give it, defaults included."""
+    lines, tables = ['[tool.mrbot]'], []
+    for setting in fields(Config):
+        key, value = setting.name.replace('_', '-'), getattr(config, setting.name)
+        if setting.name == 'overrides':
+            for override in value:
+                tables += ['', '[[tool.mrbot.overrides]]', f'paths = {toml_array(override.paths)}',
+                           f'rules = {toml_value(override.rules)}']
+        elif setting.name == 'bench':
+            if value:
+                tables += ['', '# [tool.mrbot.bench]: `mrbot bench --list` shows the ops it defines']
+        else:
+            lines.append(f'{key} = {toml_value(value)}')
+    return '\n'.join(lines + tables) + '\n'

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
-import json
 import re
 import sys
 from collections import Counter
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from checks.header import COPYRIGHT, LICENSE_LINE, leading_comment
 from mrbot import git
-from mrbot.config import Config, PathOverride, parse_config
+from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_string, toml_value
 from mrbot.records import MrbotError
 from mrbot.rules import Rule, all_rules
 from mrbot.selection import python_files
@@ -48,7 +47,6 @@ _TAG_SEPARATOR = re.compile(r'\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+')
 _TAG = re.compile(r'[A-Za-z0-9][\w .+/-]{0,29}')
 _TAG_EXAMPLE = re.compile(r'`\[([^\[\]`]+)\][^`]*`')
 _EXEMPT = re.compile(r'\bexempt', re.IGNORECASE)
-_BARE_KEY = re.compile(r'[A-Za-z0-9_-]+')
 
 
 @dataclass(frozen=True)
@@ -247,30 +245,20 @@ def derive(root: Path, config: Config) -> Preset:
                   (header_origin, tags_origin, pass_through_origin, *override_origins, global_origin))
 
 
-def _string(text: str) -> str:
-    # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
-    return json.dumps(text, ensure_ascii=False).replace('\x7f', '\\u007f')
-
-
-def _array(items: tuple[str, ...]) -> str:
-    return f"[{', '.join(_string(item) for item in items)}]"
-
-
 def render(preset: Preset) -> str:
     """The `[tool.mrbot]` table of `preset` as TOML."""
     lines = ['[tool.mrbot]']
     if preset.header:
-        lines += ['header = [', *(f'    {_string(line)},' for line in preset.header), ']']
+        lines += ['header = [', *(f'    {toml_string(line)},' for line in preset.header), ']']
     else:
         lines.append('header = []')
-    lines.append(f'title-tags = {_array(preset.title_tags)}')
+    lines.append(f'title-tags = {toml_array(preset.title_tags)}')
     if preset.verifier_pass_through:
         lines.append('verifier-pass-through = true')
-    lines.append(f'global-paths = {_array(preset.global_paths)}')
+    lines.append(f'global-paths = {toml_array(preset.global_paths)}')
     for override in preset.overrides:
-        rules = ', '.join(f'{rule if _BARE_KEY.fullmatch(rule) else _string(rule)} = {_string(severity)}'
-                          for rule, severity in override.rules.items())
-        lines += ['', '[[tool.mrbot.overrides]]', f'paths = {_array(override.paths)}', f'rules = {{ {rules} }}']
+        lines += ['', '[[tool.mrbot.overrides]]', f'paths = {toml_array(override.paths)}',
+                  f'rules = {toml_value(override.rules)}']
     return '\n'.join(lines) + '\n'
 
 

@@ -6,17 +6,29 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
 import sys
 from collections import Counter
 from itertools import groupby
+from typing import TextIO
 
 from mrbot.records import CheckReport, Finding
 from mrbot.render import render
 from mrbot.rules import Rule
+from mrbot.words import plural
 
 _SARIF_LEVEL = {'error': 'error', 'warning': 'warning', 'note': 'note'}
 _GITHUB_LEVEL = {'error': 'error', 'warning': 'warning', 'note': 'notice'}
 _STYLE = {'error': 'bold red', 'warning': 'yellow', 'note': 'cyan'}
+
+
+def wants_color(stream: TextIO) -> bool:
+    """Color on `stream`: never with NO_COLOR set, always with FORCE_COLOR (`mrbot --color` sets one of them), else on
+    a terminal."""
+    if os.environ.get('NO_COLOR'):
+        return False
+    return bool(os.environ.get('FORCE_COLOR')) or stream.isatty()
 
 
 def where(finding: Finding) -> str:
@@ -27,7 +39,7 @@ def where(finding: Finding) -> str:
 
 def summary(report: CheckReport) -> str:
     counts = Counter(f.severity for f in report.findings)
-    parts = [f'{counts[s]} {s}{"" if counts[s] == 1 else "s"}' for s in ('error', 'warning', 'note') if counts[s]]
+    parts = [plural(counts[s], s) for s in ('error', 'warning', 'note') if counts[s]]
     return ', '.join(parts) if parts else 'no findings'
 
 
@@ -36,7 +48,11 @@ def _text(report: CheckReport) -> str:
     from rich.markup import escape
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=sys.stdout.isatty(), width=160, highlight=False, soft_wrap=True)
+    color = wants_color(sys.stdout)
+    # a terminal's width; in a log or a pipe no wrapping at all, as soft_wrap leaves long lines whole
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 160
+    console = Console(file=buffer, force_terminal=color, color_system='auto' if color else None, width=width,
+                      highlight=False, soft_wrap=True)
     change = report.changeset
     for path, group in groupby(report.findings, key=lambda f: f.path):
         console.print(f'[bold]{escape(path or "pull request")}[/bold]')
@@ -53,7 +69,7 @@ def _text(report: CheckReport) -> str:
             if f.hint:
                 console.print(f'  {"":>7}   [dim]fix: {escape(f.hint)}[/dim]')
     head = change.head[:12] if change.head else 'working tree'
-    line = f'{summary(report)} in {len(change.files)} changed files ({change.base[:12]}..{head})'
+    line = f"{summary(report)} in {plural(len(change.files), 'changed file')} ({change.base[:12]}..{head})"
     if report.suppressed:
         line += f'; {len(report.suppressed)} suppressed inline: ' + ', '.join(
             f'{f.rule} at {where(f)}' for f in report.suppressed)

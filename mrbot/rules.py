@@ -18,6 +18,7 @@ import importlib
 import inspect
 import io
 import pkgutil
+import sys
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -208,16 +209,45 @@ def describe(rule: Rule) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`mrbot rules [ID]`: list the rules, or print one rule's documentation."""
+    """`mrbot rules [ID ...]`: list the rules with their severity in this repository, those an id prefix names, or
+    the documentation of a rule named by its whole id."""
+    from pathlib import Path
+
+    from mrbot import git
+    from mrbot.config import load_config, suggestion
+    from mrbot.words import plural
+
     rules = all_rules()
-    if args.id:
-        wanted = args.id.upper()
-        match = next((r for r in rules if r.id == wanted), None)
-        if match is None:
-            raise MrbotError(f"unknown rule '{args.id}'; `mrbot rules` lists them")
-        print(describe(match), end='')
+    try:
+        root = git.repo_root(Path.cwd())
+    except MrbotError:
+        root = None
+    config = load_config(root) if root is not None else Config()
+    chosen = []
+    for word in args.ids:
+        wanted = word.upper()
+        matches = [rule for rule in rules if rule.id.startswith(wanted)]
+        if not matches:
+            raise MrbotError(f"no rule id is or starts with '{word}'{suggestion(wanted, [r.id for r in rules])} "
+                             '(`mrbot rules` lists them)')
+        exact = [rule for rule in matches if rule.id == wanted]
+        chosen += exact or matches
+    if len(args.ids) == 1 and len(chosen) == 1 and chosen[0].id == args.ids[0].upper():
+        print(describe(chosen[0]), end='')
         return 0
-    width = max(len(r.id) for r in rules)
-    for r in rules:
-        print(f'{r.id:<{width}}  {r.severity:<7}  {r.title}')
+    shown = list(dict.fromkeys(chosen)) or rules
+    width = max(len(rule.id) for rule in shown)
+    for rule in shown:
+        here = config.severity(rule.id, '', rule.severity)
+        changed = f' (default {rule.severity})' if here != rule.severity else ''
+        print(f'{rule.id:<{width}}  {here + changed:<22}  {rule.title}')
+    if config.overrides:
+        print(f"{plural(len(config.overrides), 'path override')} in [[tool.mrbot.overrides]] "
+              f"{'changes' if len(config.overrides) == 1 else 'change'} severities for the files it matches "
+              '(`mrbot config` shows them)', file=sys.stderr)
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('ids', nargs='*', metavar='ID',
+                        help='a rule id (TRI001) for its documentation, or an id prefix (TRI) for those it starts')

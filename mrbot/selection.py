@@ -30,9 +30,10 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mrbot.config import Config, state_dir
+from mrbot.config import Config, state_dir, write_whole
 from mrbot.git import run_git
 from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection, only_binds
+from mrbot.words import plural
 
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
@@ -155,10 +156,12 @@ def load_index(root: Path) -> dict[str, dict]:
     """Parsed facts of every Python file, re-parsing only files whose content changed since the cached index."""
     cache_file = root / CACHE_PATH
     try:
-        cached = json.loads(cache_file.read_text())
-        cached = cached['files'] if cached.get('version') == CACHE_VERSION else {}
-    except (OSError, ValueError, KeyError, AttributeError):
-        cached = {}
+        stored = json.loads(cache_file.read_text())
+    except (OSError, ValueError, RecursionError):
+        stored = None
+    # the index holds what it held when written, or none of it is believed: an edited or half-written cache is rebuilt
+    files = stored.get('files') if isinstance(stored, dict) and stored.get('version') == CACHE_VERSION else None
+    cached = files if isinstance(files, dict) and stored.get('digest') == _digest(files) else {}
     index, stale = {}, False
     for path in python_files(root):
         data = (root / path).read_bytes()
@@ -171,10 +174,14 @@ def load_index(root: Path) -> dict[str, dict]:
     if stale or len(index) != len(cached):
         try:
             state_dir(root, *CACHE_PATH.parent.parts[1:])
-            cache_file.write_text(json.dumps({'version': CACHE_VERSION, 'files': index}))
-        except OSError:
+            write_whole(cache_file, json.dumps({'version': CACHE_VERSION, 'digest': _digest(index), 'files': index}))
+        except (OSError, MrbotError):
             pass
     return index
+
+
+def _digest(files: dict) -> str:
+    return hashlib.sha1(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
@@ -566,5 +573,5 @@ def format_selection(selection: Selection, fmt: str) -> str:
         lines.append(test.test if selection.full_suite else f"{test.test} <- {' <- '.join(test.because)}")
     for path in selection.unselected:
         lines.append(f'no test reaches {path}')
-    lines.append(f'{len(selection.tests)} test files selected for {len(selection.changed)} changed files')
+    lines.append(f"{plural(len(selection.tests), 'test file')} selected for {plural(len(selection.changed), 'changed file')}")
     return '\n'.join(lines) + '\n'

@@ -19,7 +19,7 @@ from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci.answer import Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
-from mrbot.ci.event import Ended, Event, payload_time, write_outputs
+from mrbot.ci.event import Ended, Event, field, payload_time, writable, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
@@ -39,41 +39,40 @@ def github_event(environ: Mapping[str, str]) -> Event:
         raise MrbotError(f'GITHUB_EVENT_PATH {path}: cannot read the webhook payload ({error.strerror})') from None
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         payload = None
     if not isinstance(payload, dict):
-        raise Ended(f'GITHUB_EVENT_PATH {path}: the payload is not a JSON object')
+        raise MrbotError(f'GITHUB_EVENT_PATH {path}: expected a webhook payload, a JSON object')
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     run_id = environ.get('GITHUB_RUN_ID', '')
     return Event(environ['GITHUB_EVENT_NAME'], payload, environ['GITHUB_REPOSITORY'], run_id,
                  f"{server}/{environ['GITHUB_REPOSITORY']}/actions/runs/{run_id}",
-                 Path(environ['GITHUB_OUTPUT']) if environ.get('GITHUB_OUTPUT') else None,
-                 Path(environ['GITHUB_STEP_SUMMARY']) if environ.get('GITHUB_STEP_SUMMARY') else None)
+                 writable('GITHUB_OUTPUT', environ.get('GITHUB_OUTPUT')),
+                 writable('GITHUB_STEP_SUMMARY', environ.get('GITHUB_STEP_SUMMARY')))
 
 
 def pull_request_report(event: Event, root: Path) -> dict:
     payload = event.payload
     if payload.get('action') not in PULL_REQUEST_ACTIONS:
         raise Ended(f"pull_request {payload.get('action')}: only {', '.join(PULL_REQUEST_ACTIONS)} are checked")
-    pull = payload.get('pull_request')
-    if not isinstance(pull, dict):
-        raise Ended('the pull_request payload has no pull_request object')
-    try:
-        number, base, head = int(pull['number']), pull['base']['sha'], pull['head']['sha']
-    except (KeyError, TypeError, ValueError):
-        raise Ended('the pull_request payload lacks number, base.sha or head.sha') from None
+    pull = field(payload, 'pull_request', dict, 'the payload')
+    number = field(pull, 'number', int, 'pull_request')
+    base = field(field(pull, 'base', dict, 'pull_request'), 'sha', str, 'pull_request.base')
+    head = field(field(pull, 'head', dict, 'pull_request'), 'sha', str, 'pull_request.head')
+    title = field(pull, 'title', str, 'pull_request')
+    body = field(pull, 'body', str, 'pull_request', optional=True) or ''
     for sha in (base, head):
         try:
             git.resolve(root, sha)
         except MrbotError:
             raise MrbotError(f'commit {sha} is not in this checkout: check out with fetch-depth: 0') from None
     config = git.config_at(root, base)
-    if pull.get('draft') and not config.check_drafts:
+    if field(pull, 'draft', bool, 'pull_request', optional=True) and not config.check_drafts:
         raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
     # the checker and its renderer load only here: the jobs holding a token install .ci/token-jobs.txt alone
     from mrbot.ci.report import check_report
 
-    report = check_report(Workspace(root, config), base, head, pull.get('title'), pull.get('body') or '')
+    report = check_report(Workspace(root, config), base, head, title, body)
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
 
 
@@ -84,21 +83,17 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     payload = event.payload
     if payload.get('action') != 'created':
         raise Ended(f"issue_comment {payload.get('action')}: only new comments are read as commands")
-    issue, comment = payload.get('issue'), payload.get('comment')
-    if not isinstance(issue, dict) or not isinstance(comment, dict):
-        raise Ended('the issue_comment payload lacks issue or comment')
-    if not issue.get('pull_request'):
-        raise Ended(f"#{issue.get('number')} is an issue, not a pull request")
-    text = comment.get('body')
+    issue, comment = field(payload, 'issue', dict, 'the payload'), field(payload, 'comment', dict, 'the payload')
+    number = field(issue, 'number', int, 'issue')
+    if not field(issue, 'pull_request', dict, 'issue', optional=True):
+        raise Ended(f'#{number} is an issue, not a pull request')
+    text = field(comment, 'body', str, 'comment', optional=True)
     if not commands.is_command(text):
         raise Ended('the comment is not a command')
-    user = comment.get('user') or {}
+    user = field(comment, 'user', dict, 'comment')
+    login, comment_id = field(user, 'login', str, 'comment.user'), field(comment, 'id', int, 'comment')
     if user.get('type') == 'Bot':
-        raise Ended(f"@{user.get('login')} is a bot; bots do not give commands")
-    try:
-        number, comment_id, login = int(issue['number']), int(comment['id']), str(user['login'])
-    except (KeyError, TypeError, ValueError):
-        raise Ended('the issue_comment payload lacks issue.number, comment.id or comment.user.login') from None
+        raise Ended(f'@{login} is a bot; bots do not give commands')
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = ci_event.open_forge('github', event.repository, environ)

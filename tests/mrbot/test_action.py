@@ -342,12 +342,48 @@ def test_what_is_not_for_the_bot_ends_cleanly(bot, capsys, variant, reason):
     assert reason in capsys.readouterr().out
 
 
-def test_a_draft_or_a_malformed_payload_ends_cleanly(bot, capsys):
+def test_a_draft_ends_cleanly(bot, capsys):
     code, _, _ = bot.act('pull_request', bot.pull_request_payload(draft=True))
     assert code == 0 and 'is a draft' in capsys.readouterr().out
-    code, _, _ = bot.act('pull_request', {'action': 'opened', 'pull_request': {'number': 'x'}})
-    assert code == 0 and 'lacks number, base.sha or head.sha' in capsys.readouterr().out
     assert bot.server.comments_on(bot.number) == []
+
+
+@pytest.mark.parametrize(('event', 'garble', 'message'), [
+    ('pull_request', lambda p: p['pull_request'].update(number='x'), 'pull_request.number is str; expected int'),
+    ('pull_request', lambda p: p['pull_request'].update(title=5), 'pull_request.title is int; expected str'),
+    ('pull_request', lambda p: p['pull_request'].update(body={'a': 1}), 'pull_request.body is dict; expected str'),
+    ('pull_request', lambda p: p['pull_request'].update(body=['a']), 'pull_request.body is list; expected str'),
+    ('pull_request', lambda p: p['pull_request'].pop('head'), 'pull_request.head is missing; expected dict'),
+    ('issue_comment', lambda p: p['comment'].update(user='alice'), 'comment.user is str; expected dict'),
+    ('issue_comment', lambda p: p['comment'].update(body=7), 'comment.body is int; expected str'),
+    ('issue_comment', lambda p: p['issue'].update(number=True), 'issue.number is bool; expected int'),
+    ('workflow_run', lambda p: p['workflow_run'].update(head_repository='x/y'),
+     'workflow_run.head_repository is str; expected dict'),
+    ('workflow_run', lambda p: p.pop('workflow_run'), 'the payload.workflow_run is missing; expected dict'),
+])
+def test_a_payload_no_forge_sends_is_one_line_and_exit_2(bot, capsys, event, garble, message):
+    payload = {'pull_request': bot.pull_request_payload, 'issue_comment': lambda: bot.comment_payload('/test'),
+               'workflow_run': lambda: bot.workflow_run_payload(9300, bot.head, [bot.number])}[event]()
+    garble(payload)
+    code, _, _ = bot.act(event, payload, *(['--artifact', str(bot.tmp)] if event == 'workflow_run' else []))
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and 'Traceback' not in err
+    assert [author for author, _ in bot.server.comments_on(bot.number) if author != 'alice'] == []
+
+
+def test_an_output_file_the_step_cannot_write_is_refused_before_the_work(bot, capsys, monkeypatch):
+    payload = bot.pull_request_payload()
+    bot.act('pull_request', payload)
+    before = bot.server.comments_on(bot.number)
+    step = bot.tmp / 'garbled'
+    step.mkdir()
+    (step / 'event.json').write_text(json.dumps(payload))
+    for name, value in {'GITHUB_EVENT_NAME': 'pull_request', 'GITHUB_EVENT_PATH': str(step / 'event.json'),
+                        'GITHUB_OUTPUT': '/nonexistent/output'}.items():
+        monkeypatch.setenv(name, value)
+    assert main(['action']) == 2
+    assert 'GITHUB_OUTPUT=/nonexistent/output: cannot append to it' in capsys.readouterr().err
+    assert bot.server.comments_on(bot.number) == before
 
 
 def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkeypatch):
@@ -664,7 +700,8 @@ def test_a_gitlab_note_for_two_classes_runs_once_on_each(lab, monkeypatch):
         main(['action', '--forge', 'gitlab'])
     replies = [body.splitlines()[0] for author, body in server.notes_on(iid) if author == 'project_7_bot'
                and not body.startswith('<!--')]
-    assert [reply.split(':')[0] for reply in replies] == ['Accepted from @alice', 'Accepted from @alice', 'Not running `/test --on hopper blackwell`']
+    assert [reply.split(':')[0] for reply in replies] == ['Accepted from @alice', 'Accepted from @alice',
+                                                          'Not running `/test --on hopper blackwell`']
 
 
 def test_of_two_commands_answered_at_once_the_later_yields(bot, monkeypatch):

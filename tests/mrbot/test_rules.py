@@ -33,7 +33,8 @@ def test_one_rule_prints_its_documentation_and_fix(capsys):
 
 def test_unknown_rule_is_a_one_line_error(capsys):
     assert main(['rules', 'XYZ999']) == 2
-    assert capsys.readouterr().err == "mrbot rules: error: unknown rule 'XYZ999'; `mrbot rules` lists them\n"
+    assert capsys.readouterr().err == ("mrbot rules: error: no rule id is or starts with 'XYZ999' (`mrbot rules` lists "
+                                       'them)\n')
 
 
 @pytest.mark.parametrize('rule', all_rules(), ids=lambda r: r.id)
