@@ -19,6 +19,14 @@ SOURCE = Path(__file__).resolve().parents[1]
 CHANGE = SOURCE / 'examples' / 'demo-change.patch'
 BRANCH = 'demo/simple-gla-stages'
 TITLE = '[Simple GLA] Try unpipelined configs in the chunk autotune space'
+# What a newcomer does after the demo, printed below the body it ends with.
+NEXT = '''
+mrbot demo: above is the pull request body `mrbot prepare` wrote for the example change (its evidence record went
+with the temporary clone). On a branch of your own:
+  mrbot check        the change against CONTRIBUTING.md, on the lines it adds
+  mrbot test         the tests the change reaches (--list says which, and why)
+  mrbot prepare      all of it and the body, in .mrbot/pr_body.md (--open opens the pull request)
+  mrbot help         every command; docs/ci.md sets the bot up in CI'''
 # The example commit's author, so the demo works where git has no identity configured.
 IDENTITY = ('-c', 'user.name=mrbot demo', '-c', 'user.email=demo@mrbot.invalid')
 
@@ -42,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(tempfile.mkdtemp(prefix='mrbot-demo-'))
     try:
         clone, base = _clone(folder)
-        print(f'mrbot demo: a clone of this repository in {clone}, with the example change committed on {BRANCH}:\n'
-              f'  {TITLE}\n  ({CHANGE.relative_to(SOURCE)}: one more autotune config, one more test case)\n'
-              f'running mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
+        print(f'mrbot demo: a temporary clone of this repository (removed when the demo ends), with the example change '
+              f'committed on {BRANCH}:\n  {TITLE}\n  ({CHANGE.relative_to(SOURCE)}: one more autotune config, one '
+              f'more test case)\nrunning mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
         parser = argparse.ArgumentParser()
         prepare.add_arguments(parser)
         workspace = Workspace.load(clone)
@@ -55,4 +63,5 @@ def run(args: argparse.Namespace) -> int:
     failed = [s['name'] for s in record['steps'] if s['status'] not in ('done', 'skipped', 'pending')]
     if failed:
         print(f"mrbot demo: step(s) {', '.join(failed)} did not pass; the body above says why", file=sys.stderr)
+    print(NEXT, file=sys.stderr)
     return 1 if failed else 0

@@ -572,6 +572,23 @@ def _job_run_by(server, monkeypatch, user: str) -> None:
                                                         f"refs/merge-requests/{os.environ['CI_MERGE_REQUEST_IID']}/head"))
 
 
+@pytest.mark.parametrize(('unset', 'changes', 'code', 'message'), [
+    (['CI_PROJECT_PATH'], {}, 2, 'CI_PROJECT_PATH is not set: mrbot action --forge gitlab runs in a GitLab CI job'),
+    (['CI_JOB_TOKEN', 'CI_COMMIT_SHA'], {}, 2, 'CI_COMMIT_SHA, CI_JOB_TOKEN not set'),
+    ([], {'CI_MERGE_REQUEST_IID': 'abc'}, 2, "CI_MERGE_REQUEST_IID 'abc': expected the number of a merge request"),
+    (['CI_MERGE_REQUEST_IID'], {}, 0, 'mrbot acts in merge request pipelines only'),
+])
+def test_a_gitlab_job_without_its_variables_says_which(lab, monkeypatch, capsys, unset, changes, code, message):
+    server, iid, _ = lab
+    for name in unset:
+        monkeypatch.delenv(name)
+    for name, value in changes.items():
+        monkeypatch.setenv(name, value)
+    assert main(['action', '--forge', 'gitlab']) == code
+    captured = capsys.readouterr()
+    assert message in (captured.err if code else captured.out) and server.notes_on(iid) == []
+
+
 def test_gitlab_pipeline_posts_the_report_note_and_a_commit_status(lab):
     server, iid, head = lab
     assert main(['action', '--forge', 'gitlab']) == 0

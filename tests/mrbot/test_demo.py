@@ -15,6 +15,8 @@ def test_demo_prints_a_complete_body_for_the_example_change(capsys):
     body, progress = captured.out, captured.err
     base = git.resolve(SOURCE, 'HEAD')[:12]
     assert f'running mrbot prepare --base {base} there' in progress
+    # it ends on what to do next, below the body
+    assert progress.rstrip().endswith('mrbot help         every command; docs/ci.md sets the bot up in CI')
     assert [line for line in body.splitlines() if line.startswith('## ')] == [
         '## Summary', '## Test plan', '## Benchmark / NCU', '## Breaking changes', '## Checklist']
     assert '- [Simple GLA] Try unpipelined configs in the chunk autotune space (`' in body
