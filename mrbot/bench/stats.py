@@ -12,14 +12,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+from mrbot.records import MrbotError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Verdict = Literal['faster', 'slower', 'same', 'noisy']
 MIN_ROUNDS = 3
 # Float noise in `1 - confidence` must not split a p-value from the interval it was read off.
 _LEVEL_SLACK = 1e-9
+
+
+def _numpy() -> ModuleType:
+    """numpy, imported where a statistic is computed: the light core (check, post) installs none."""
+    try:
+        import numpy
+    except ModuleNotFoundError:
+        raise MrbotError("the benchmark statistics need numpy (not installed): pip install 'mrbot[kernels]'") from None
+    return numpy
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,7 @@ def compare(base: Sequence[float], head: Sequence[float], min_effect: float = 0.
         ValueError: the sides differ in length or are empty, a time is not positive and finite, or a setting is out of
             range.
     """
+    np = _numpy()
     base_ms, head_ms = _paired(base, head)
     _check_settings(min_effect, confidence, resamples)
     rounds = len(base_ms)
@@ -158,6 +172,7 @@ def noise(ratios: Sequence[float]) -> float:
     Raises:
         ValueError: fewer than MIN_ROUNDS ratios, or a ratio that is not positive and finite.
     """
+    np = _numpy()
     values = _positive(ratios, 'ratios')
     if len(values) < MIN_ROUNDS:
         raise ValueError(f'noise needs at least {MIN_ROUNDS} rounds of an A/A run, got {len(values)}')
@@ -174,6 +189,7 @@ def summary(samples: Sequence[float]) -> dict[str, float]:
     Raises:
         ValueError: no values, or a value that is not positive and finite.
     """
+    np = _numpy()
     values = _positive(samples, 'samples')
     p10, median, p90 = np.percentile(values, [10, 50, 90])
     std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
@@ -187,6 +203,7 @@ def geomean(ratios: Sequence[float]) -> float:
     Raises:
         ValueError: no ratios, or a ratio that is not positive and finite.
     """
+    np = _numpy()
     return float(np.exp(np.mean(np.log(_positive(ratios, 'ratios')))))
 
 
@@ -218,6 +235,7 @@ def _paired(base: Sequence[float], head: Sequence[float]) -> tuple[np.ndarray, n
 
 
 def _positive(values: Sequence[float], name: str) -> np.ndarray:
+    np = _numpy()
     array = np.asarray(values, dtype=float)
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f'{name}: expected a non-empty sequence of numbers')

@@ -27,6 +27,7 @@ from mrbot.ci.report import check_report
 from mrbot.forges import Note
 from mrbot.forges.gitlab import GitLab, RunningJob
 from mrbot.records import MrbotError
+from mrbot.stack import require_kernel_stack
 from mrbot.workspace import Workspace
 
 
@@ -90,6 +91,8 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     runner = environ.get('MRBOT_RUNNER', '')
     if runner not in config.runners:
         raise MrbotError(f"a command needs MRBOT_RUNNER, this job's class: one of {', '.join(config.runners)}")
+    # before the command is accepted: an accepted command that cannot run would hold its queue slot for nothing
+    require_kernel_stack('a GitLab command job')
     notes = forge.comments(number)
     request = command_request(notes, number, job, environ)
     now = datetime.datetime.now(datetime.timezone.utc)

@@ -17,6 +17,7 @@ from mrbot.config import Config
 from mrbot.records import MrbotError, TestRun
 from mrbot.render import render
 from mrbot.selection import select_change
+from mrbot.stack import require_kernel_stack
 from mrbot.testing import device_label, execute, shell_command, test_targets
 from mrbot.workspace import Workspace
 
@@ -61,6 +62,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
     missing = [v for v in ('MRBOT_COMMAND', 'MRBOT_ARGS', 'MRBOT_SHA', 'MRBOT_RUNNER', 'MRBOT_PR') if not environ.get(v)]
     if missing:
         raise MrbotError(f"{', '.join(missing)} not set: mrbot action run takes the outputs of the authorize step")
+    require_kernel_stack('mrbot action run')
     runner, sha = environ['MRBOT_RUNNER'], environ['MRBOT_SHA']
     if runner not in config.runners:
         raise MrbotError(f"MRBOT_RUNNER={runner}: unknown runner class; expected one of {', '.join(config.runners)}")

@@ -9,31 +9,42 @@ import json
 import os
 import sys
 from pathlib import Path
-
-import triton
+from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.compile.launches import Capture
-from mrbot.compile.matrix import DEPTHS, CompileMatrix, build_matrix, summarize
-from mrbot.compile.plan import plan_compile
 from mrbot.compile.targets import parse_targets
 from mrbot.config import Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
 from mrbot.rules import all_rules
 from mrbot.selection import expand_paths
+from mrbot.stack import missing_kernel_stack, require_kernel_stack
 from mrbot.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mrbot.compile.matrix import CompileMatrix
 
 DEFAULT_TIMEOUT = 900.0
 
 
 def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
-                   quiet: bool = False) -> CompileMatrix:
-    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
+                   quiet: bool = False) -> CompileMatrix | None:
+    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none;
+    None, after a line on stderr, where torch or triton is not installed (`mrbot check` in the light core).
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
+    if missing := missing_kernel_stack():
+        print(f"mrbot: kernels not compiled, CMP rules skipped: {' and '.join(missing)} not installed "
+              "(pip install 'mrbot[kernels]')", file=sys.stderr)
+        return None
+    import triton
+
+    from mrbot.compile.launches import Capture
+    from mrbot.compile.matrix import DEPTHS, CompileMatrix, build_matrix
+    from mrbot.compile.plan import plan_compile
+
     config = workspace.config
     chosen = parse_targets(targets.split(','), '--targets') if targets else parse_targets(config.compile_targets,
                                                                                              'compile-targets')
@@ -63,6 +74,8 @@ def _size(value: int | None) -> str:
 
 def format_table(matrix: CompileMatrix) -> str:
     """A row per kernel, a column per target: ok with the largest shared memory and spills, or what failed."""
+    from mrbot.compile.matrix import summarize
+
     header = ['kernel', 'where', *(t.name for t in matrix.targets)]
     rows = []
     for launch, per_target in summarize(matrix):
@@ -104,6 +117,7 @@ def _changed(args: argparse.Namespace, root: Path, config: Config) -> list[str] 
 
 
 def run(args: argparse.Namespace) -> int:
+    require_kernel_stack('mrbot compile')
     workspace = Workspace.load(git.repo_root(Path.cwd()))
     root, config = workspace.root, workspace.config
     changed = _changed(args, root, config)
@@ -145,7 +159,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
     parser.add_argument('--targets', help='comma-separated targets, e.g. sm_90,sm_100 (default: [tool.mrbot] '
                                           'compile-targets)')
-    parser.add_argument('--depth', default='auto', choices=['auto', *DEPTHS],
+    # the depths are checked where compiling starts: naming them here would load Triton for `mrbot --help`
+    parser.add_argument('--depth', default='auto',
                         help='how far to compile every launch for every target: ttgir (errors and shared memory), '
                              'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas); auto '
                              '(default): every config for the first target, the benchmarked ones through ptxas, and '
