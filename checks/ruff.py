@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -32,10 +33,13 @@ def _run(ruff: str, cwd: Path, paths: list[str]) -> list[tuple[str, int, int, st
                            '--quiet', *paths], cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):
         raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f'exit {done.returncode}')
+    # ruff reports a name that is not UTF-8 with U+FFFD for its odd bytes; the name as read is the one to report
+    names = {os.fsencode(p).decode('utf-8', errors='replace'): p for p in paths}
     found = []
     for item in json.loads(done.stdout or '[]'):
         location = item.get('location') or {}
-        path = Path(item['filename']).resolve().relative_to(cwd.resolve()).as_posix()
+        reported = Path(item['filename']).resolve().relative_to(cwd.resolve()).as_posix()
+        path = names.get(reported, reported)
         found.append((path, location.get('row', 0), max(location.get('column', 1) - 1, 0), item.get('code') or 'syntax',
                       item.get('message', '')))
     return found

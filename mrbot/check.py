@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from mrbot.config import OFF, Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
 from mrbot.rules import Context, Rule, all_rules
+from mrbot.stack import missing_kernel_stack
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -79,7 +81,27 @@ def _pull_request_text() -> tuple[str | None, str | None]:
     return None, None
 
 
+def _repository_paths(root: Path, names: list[str]) -> list[str]:
+    """The named files as paths from the repository root, each once, in the order given."""
+    paths = []
+    for name in names:
+        absolute = Path(os.path.abspath(name))
+        if not absolute.is_file():
+            raise MrbotError(f'{git.printable(name)}: no such file; expected the path of a file in this repository')
+        try:
+            paths.append(absolute.relative_to(root).as_posix())
+        except ValueError:
+            raise MrbotError(f'{git.printable(name)}: outside the repository {root}; expected a file inside it') from None
+    return list(dict.fromkeys(paths))
+
+
 def collect_change(args: argparse.Namespace, root: Path, config: Config) -> ChangeSet:
+    if args.files:
+        named = [flag for flag, value in (('--base', args.base), ('--head', args.head), ('--title', args.title),
+                                          ('--body-file', args.body_file)) if value is not None]
+        if named:
+            raise MrbotError(f'{named[0]} describes a change, but FILE arguments check files whole: pass one or the other')
+        return git.whole_files(root, _repository_paths(root, args.files), config.max_file_bytes)
     base, head = git.revisions(root, args.base, args.head, config.target_branches)
     title, title_source = (args.title, 'flag') if args.title is not None else (None, None)
     body, body_source = None, None
@@ -98,20 +120,42 @@ def collect_change(args: argparse.Namespace, root: Path, config: Config) -> Chan
     return git.changeset(root, base, head, title, body, title_source, body_source, args.perf, config.max_file_bytes)
 
 
-def _apply_fixes(report: CheckReport, rules: list[Rule], config: Config) -> int:
-    """Rewrite working-tree files for findings whose rule has a safe fix; return how many files changed."""
-    fixes = {r.id: r.fix for r in rules if r.fix is not None}
-    fixed = set()
+@dataclasses.dataclass(frozen=True)
+class FileFix:
+    """The safe fixes of one working-tree file: its text before and after, and the rules whose fixes changed it."""
+
+    path: str
+    before: str
+    after: str
+    rules: tuple[Rule, ...]
+
+    def diff(self) -> str:
+        """The fix as a unified diff against the file."""
+        lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                     f'a/{self.path}', f'b/{self.path}')
+        return ''.join(line if line.endswith('\n') else f'{line}\n\\ No newline at end of file\n' for line in lines)
+
+
+def planned_fixes(report: CheckReport, rules: list[Rule], config: Config) -> list[FileFix]:
+    """The safe fixes for the report's findings, each file's rules applied in turn to its text."""
+    fixable = {r.id: r for r in rules if r.fix is not None}
+    wanted: dict[str, list[Rule]] = {}
     for finding in report.findings:
-        fix = fixes.get(finding.rule)
-        if fix is None or finding.path in fixed:
+        if (rule := fixable.get(finding.rule)) is not None and rule not in wanted.setdefault(finding.path, []):
+            wanted[finding.path].append(rule)
+    fixes = []
+    for path, chosen in wanted.items():
+        changed = report.changeset.file(path)
+        if changed is None or changed.text is None:
             continue
-        path = report.changeset.root / finding.path
-        text = path.read_text(encoding='utf-8')
-        if (new := fix(text, config)) != text:
-            path.write_text(new, encoding='utf-8')
-            fixed.add(finding.path)
-    return len(fixed)
+        text, applied = changed.text, []
+        for rule in chosen:
+            if (fixed := rule.fix(text, config)) != text:
+                text = fixed
+                applied.append(rule)
+        if applied:
+            fixes.append(FileFix(path, changed.text, text, tuple(applied)))
+    return fixes
 
 
 def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) -> CheckReport:
@@ -121,6 +165,10 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) 
     if args.head is not None:
         change = dataclasses.replace(change, notes=(*change.notes, 'kernels not compiled: mrbot compiles the working '
                                                                    'tree, and --head names another revision'))
+    elif missing_kernel_stack() and not args.no_compile:
+        change = dataclasses.replace(change, notes=(*change.notes, f"kernels not compiled, CMP rules skipped: "
+                                                                   f"{' and '.join(missing_kernel_stack())} not "
+                                                                   "installed (pip install 'mrbot[kernels]')"))
     elif not args.no_compile:
         from mrbot.compile.command import compile_change
 
@@ -130,24 +178,40 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) 
 
 def run(args: argparse.Namespace) -> int:
     workspace = Workspace.load(git.repo_root(Path.cwd()))
-    rules = all_rules()
-    if args.fix and args.head:
-        raise MrbotError('--fix rewrites the working tree, so it cannot be combined with --head')
+    # named files have no pull request around them, so the rules that judge one do not run
+    rules = [r for r in all_rules() if not args.files or r.scope != 'change']
+    if (args.fix or args.diff) and args.head:
+        raise MrbotError(f"{'--fix' if args.fix else '--diff'} works on the working tree, so it cannot be combined with "
+                         '--head')
     report = _checked(args, workspace, rules)
+    fixes = planned_fixes(report, rules, workspace.config) if args.fix or args.diff else []
+    if args.diff:
+        print(git.printable(''.join(fix.diff() for fix in fixes)), end='')
+        return 1 if fixes else 0
+    for fix in fixes:
+        (workspace.root / fix.path).write_text(fix.after, encoding='utf-8', newline='')
+        for rule in fix.rules:
+            print(git.printable(f'{fix.path}: fixed {rule.id} ({rule.title})'), file=sys.stderr)
     # the fixes rewrite license headers, comments that leave the import graph as it was
-    if args.fix and _apply_fixes(report, rules, workspace.config):
+    if fixes:
         report = _checked(args, workspace, rules)
-    print(format_report(report, args.format, rules), end='')
+    print(git.printable(format_report(report, args.format, rules)), end='')
     return 1 if report.has_errors else 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('files', nargs='*', metavar='FILE',
+                        help='check these files whole instead of the change (the pre-commit hook passes them)')
     parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
     parser.add_argument('--head', help='head revision (default: the working tree, uncommitted work included)')
     parser.add_argument('--title', help='the PR title (default: from the CI event, else the single commit subject)')
     parser.add_argument('--body-file', help="file holding the PR body, '-' for standard input")
     parser.add_argument('--perf', action='store_true', help='treat the change as a performance change')
     parser.add_argument('--format', choices=['text', 'json', 'markdown', 'sarif', 'github'], default='text')
-    parser.add_argument('--fix', action='store_true', help='apply safe fixes (license headers) to the working tree')
+    fixing = parser.add_mutually_exclusive_group()
+    fixing.add_argument('--fix', action='store_true',
+                        help='apply safe fixes (license headers) to the working tree and say what each fixed')
+    fixing.add_argument('--diff', action='store_true',
+                        help='print the safe fixes as a unified diff instead of writing them; exit 1 when there is one')
     parser.add_argument('--no-compile', action='store_true',
                         help='skip compiling the kernels the change reaches (the CMP rules; see mrbot compile)')

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.config import Config, parse_config, state_dir
@@ -14,8 +16,34 @@ from mrbot.records import ChangedFile, ChangeSet, Commit, Hunk, MrbotError
 
 # Settings that make git's output independent of the user's configuration.
 _PLAIN = ('-c', 'core.quotePath=false', '-c', 'diff.noprefix=false', '-c', 'diff.mnemonicPrefix=false')
-_HUNK_HEADER = re.compile(r'^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@')
+_HUNK_HEADER = re.compile(rb'^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@')
 _STATUS = {'A': 'added', 'M': 'modified', 'D': 'deleted', 'R': 'renamed', 'C': 'added', 'T': 'modified'}
+# The remote-tracking ref that `git clone` points at the remote's default branch.
+REMOTE_DEFAULT = 'origin/HEAD'
+_REGULAR_FILE_MODES = ('100644', '100755')
+_C_ESCAPES = {ord('a'): 7, ord('b'): 8, ord('t'): 9, ord('n'): 10, ord('v'): 11, ord('f'): 12, ord('r'): 13}
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    """One file of `git diff --raw`: its status, paths and blob ids (None where the side has no blob to read)."""
+
+    status: str
+    old_path: str | None
+    path: str
+    old_blob: str | None = None
+    new_blob: str | None = None
+
+
+def printable(text: str) -> str:
+    """`text` as it can be printed anywhere: the bytes of a file name that are not UTF-8, which a path read from git
+    or the file system holds as surrogate escapes, shown as `\\xNN`."""
+    return os.fsencode(text).decode('utf-8', errors='backslashreplace')
+
+
+def _paths(out: bytes) -> list[str]:
+    """The NUL-separated paths of a `-z` listing, decoded as the file system decodes names so that they round-trip."""
+    return [os.fsdecode(p) for p in out.split(b'\0') if p]
 
 
 def run_git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
@@ -59,15 +87,36 @@ def merge_base(root: Path, a: str, b: str) -> str:
     return run_git(root, 'merge-base', a, b).decode().strip()
 
 
+def is_shallow(root: Path) -> bool:
+    return run_git(root, 'rev-parse', '--is-shallow-repository').decode().strip() == 'true'
+
+
+def _fetch_hint(root: Path, target: str) -> str:
+    """The fetch that creates `target` where it names a branch of a remote of this repository, else ''."""
+    remote, _, branch = target.partition('/')
+    if not branch or branch == 'HEAD' or remote not in run_git(root, 'remote').decode().split():
+        return ''
+    return f'fetch {target} (`git fetch {remote} {branch}:refs/remotes/{remote}/{branch}`) or '
+
+
 def default_base(root: Path, targets: Iterable[str]) -> str:
     """The merge base of HEAD with the first target branch that exists."""
     targets = list(targets)
     for target in targets:
         try:
-            return merge_base(root, 'HEAD', resolve(root, target))
+            tip = resolve(root, target)
         except MrbotError:
             continue
-    raise MrbotError(f"no base: none of the target branches {', '.join(targets)} exists here; pass --base REF")
+        try:
+            return merge_base(root, 'HEAD', tip)
+        except MrbotError:
+            if is_shallow(root):
+                raise MrbotError(f'no base: HEAD and {target} share no commit in this shallow clone; fetch the history '
+                                 'between them (`git fetch --unshallow`, or `git fetch --deepen=N` until they meet) or '
+                                 'pass --base REF') from None
+            raise MrbotError(f'no base: HEAD and {target} share no history; pass --base REF') from None
+    raise MrbotError(f"no base: none of the target branches {', '.join(targets)} exists here; "
+                     f"{_fetch_hint(root, targets[0]) if targets else ''}pass --base REF")
 
 
 def worktree(root: Path, sha: str) -> Path:
@@ -80,7 +129,11 @@ def worktree(root: Path, sha: str) -> Path:
 
 
 def revisions(root: Path, base: str | None, head: str | None, targets: Iterable[str]) -> tuple[str, str | None]:
-    """The base sha (default: merge base with the target branch) and the head sha (None for the working tree)."""
+    """The base sha (default: merge base with the first target branch that exists, else with the remote's default
+    branch) and the head sha (None for the working tree)."""
+    targets = list(targets)
+    if REMOTE_DEFAULT not in targets:
+        targets.append(REMOTE_DEFAULT)
     return (resolve(root, base) if base else default_base(root, targets)), (resolve(root, head) if head else None)
 
 
@@ -88,95 +141,104 @@ def _diff_range(base: str, head: str | None) -> list[str]:
     return [base] if head is None else [base, head]
 
 
-def name_status(root: Path, base: str, head: str | None) -> list[tuple[str, str | None, str]]:
-    """`(status, old_path, path)` for each changed file, renames detected."""
-    fields = run_git(root, 'diff', '--name-status', '-z', '-M', *_diff_range(base, head), '--').decode().split('\0')
+def _blob(mode: bytes, sha: bytes) -> str | None:
+    """The blob id of a regular file's side of a diff; None for a missing side, a symlink or a submodule."""
+    return sha.decode() if mode.decode() in _REGULAR_FILE_MODES and sha.strip(b'0') else None
+
+
+def diff_entries(root: Path, base: str, head: str | None) -> list[DiffEntry]:
+    """Each changed file with its status and blob ids, renames detected."""
+    fields = run_git(root, 'diff', '--raw', '-z', '--no-abbrev', '-M', *_diff_range(base, head), '--').split(b'\0')
     entries, i = [], 0
     while i < len(fields) - 1:
-        code = fields[i]
-        if code[0] in 'RC':
-            entries.append((_STATUS[code[0]], fields[i + 1], fields[i + 2]))
-            i += 3
+        old_mode, new_mode, old_sha, new_sha, code = fields[i].lstrip(b':').split()
+        status = _STATUS.get(chr(code[0]), 'modified')
+        if code[:1] in b'RC':
+            old_path, path, i = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2]), i + 3
         else:
-            entries.append((_STATUS.get(code[0], 'modified'), None, fields[i + 1]))
-            i += 2
+            old_path, path, i = None, os.fsdecode(fields[i + 1]), i + 2
+        entries.append(DiffEntry(status, old_path, path, _blob(old_mode, old_sha), _blob(new_mode, new_sha)))
     return entries
 
 
-def binary_paths(root: Path, base: str, head: str | None) -> set[str]:
-    """Paths git treats as binary in this diff (numstat prints '-' for their line counts)."""
-    fields = run_git(root, 'diff', '--numstat', '-z', '-M', *_diff_range(base, head), '--').decode().split('\0')
-    binary, i = set(), 0
-    while i < len(fields) - 1:
-        added, _, path = fields[i].split('\t', 2)
-        if path:
-            i += 1
-        else:
-            # a rename: the counts are followed by the old and the new path
-            path = fields[i + 2]
-            i += 3
-        if added == '-':
-            binary.add(path)
-    return binary
-
-
 def untracked(root: Path) -> list[str]:
-    return [p for p in run_git(root, 'ls-files', '--others', '--exclude-standard', '-z').decode().split('\0') if p]
+    return _paths(run_git(root, 'ls-files', '--others', '--exclude-standard', '-z'))
+
+
+def listed_files(root: Path, *pathspecs: str) -> list[str]:
+    """Tracked and untracked, not ignored, files that match `pathspecs` (every file when none is given)."""
+    return _paths(run_git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', *pathspecs))
 
 
 def changed_paths(root: Path, base: str, head: str | None) -> list[str]:
     """Every path the diff touches: new, modified, deleted, both sides of a rename, and untracked files for the tree."""
     paths = set()
-    for _, old, path in name_status(root, base, head):
-        paths.update(p for p in (old, path) if p)
+    for entry in diff_entries(root, base, head):
+        paths.update(p for p in (entry.old_path, entry.path) if p)
     if head is None:
         paths.update(untracked(root))
     return sorted(paths)
 
 
-def _unquote(path: str) -> str:
-    if not path.startswith('"'):
-        return path
-    raw = path[1:-1].encode('latin-1', errors='backslashreplace').decode('unicode_escape')
-    return raw.encode('latin-1').decode('utf-8', errors='replace')
+def _header_path(field: bytes) -> str | None:
+    """The path of a `+++ b/<path>` line: C-quoted where it holds a control character, a quote or a backslash, and
+    followed by a tab where it holds a space; None for /dev/null."""
+    if field == b'/dev/null':
+        return None
+    if not field.startswith(b'"'):
+        return os.fsdecode(field.rstrip(b'\t')[2:])
+    raw, i = bytearray(), 1
+    while i < len(field) and field[i] != ord('"'):
+        if field[i] != ord('\\'):
+            raw.append(field[i])
+            i += 1
+        elif field[i + 1:i + 2].isdigit():
+            raw.append(int(field[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raw.append(_C_ESCAPES.get(field[i + 1], field[i + 1]))
+            i += 2
+    return os.fsdecode(bytes(raw[2:]))
 
 
 def hunks(root: Path, base: str, head: str | None) -> dict[str, list[Hunk]]:
     """Hunks without context, keyed by the path in the head."""
-    lines = run_git(root, 'diff', '-U0', '--no-color', '--no-ext-diff', '--no-textconv', '-M',
-                    *_diff_range(base, head), '--').decode('utf-8', errors='replace').split('\n')
+    # --text: a change's own .gitattributes (`*.py -diff`) must not hide its lines as "binary"; the files' contents
+    # decide what is binary (`_is_binary`), never their attributes
+    lines = run_git(root, 'diff', '-U0', '--text', '--no-color', '--no-ext-diff', '--no-textconv', '-M',
+                    *_diff_range(base, head), '--').split(b'\n')
     by_path: dict[str, list[Hunk]] = {}
     path, i = None, 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith('diff --git '):
+        if line.startswith(b'diff --git '):
             path = None
-        elif line.startswith('+++ ') and path is None:
-            target = line[4:]
-            path = None if target == '/dev/null' else _unquote(target)[2:]
-        elif (match := _HUNK_HEADER.match(line)) and path is not None:
+        elif line.startswith(b'+++ ') and path is None:
+            path = _header_path(line[4:])
+        elif path is not None and (match := _HUNK_HEADER.match(line)):
             old_count = 1 if match.group(2) is None else int(match.group(2))
             new_count = 1 if match.group(4) is None else int(match.group(4))
-            body = [b for b in lines[i + 1:i + 1 + old_count + new_count + 2] if not b.startswith('\\')]
-            removed, added = body[:old_count], body[old_count:old_count + new_count]
-            by_path.setdefault(path, []).append(Hunk(
-                int(match.group(1)), tuple(r[1:] for r in removed), int(match.group(3)), tuple(a[1:] for a in added)))
+            body = [b[1:].decode('utf-8', errors='replace') for b in lines[i + 1:i + 1 + old_count + new_count + 2]
+                    if not b.startswith(b'\\')]
+            by_path.setdefault(path, []).append(Hunk(int(match.group(1)), tuple(body[:old_count]), int(match.group(3)),
+                                                     tuple(body[old_count:old_count + new_count])))
             i += old_count + new_count
         i += 1
     return by_path
 
 
 def read_blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
-    """Contents of `rev:path` specs through one `git cat-file --batch`; None for a spec that names nothing."""
+    """Contents of `rev:path` specs or blob ids through one `git cat-file --batch`; None for a spec that names nothing.
+    A spec holds no newline: the batch reads one per line."""
     if not specs:
         return {}
-    out = run_git(root, 'cat-file', '--batch', stdin=''.join(f'{s}\n' for s in specs).encode())
+    out = run_git(root, 'cat-file', '--batch', stdin=b''.join(os.fsencode(s) + b'\n' for s in specs))
     blobs, position = {}, 0
     for spec in specs:
         end = out.index(b'\n', position)
         header = out[position:end].split()
         position = end + 1
-        if len(header) == 2 and header[1] == b'missing':
+        if header[-1] == b'missing':
             blobs[spec] = None
             continue
         size = int(header[2])
@@ -195,17 +257,39 @@ def commits(root: Path, base: str, head: str) -> list[Commit]:
     return found
 
 
+def _is_binary(data: bytes) -> bool:
+    # git's own test: a NUL byte in the first 8000 bytes
+    return b'\0' in data[:8000]
+
+
 def _decode(path: str, data: bytes | None, max_bytes: int) -> tuple[str | None, str | None]:
     if data is None:
         return None, None
+    if _is_binary(data):
+        return None, f'{printable(path)}: not read, binary'
     if len(data) > max_bytes:
-        return None, f'{path}: not read, {len(data)} bytes is over the {max_bytes}-byte limit'
-    if b'\0' in data[:8000]:
-        return None, f'{path}: not read, binary'
+        return None, f'{printable(path)}: not read, {len(data)} bytes is over the {max_bytes}-byte limit'
     try:
         return data.decode('utf-8'), None
     except UnicodeDecodeError:
-        return None, f'{path}: not read, not UTF-8'
+        return None, f'{printable(path)}: not read, not UTF-8'
+
+
+def _read_file(path: Path) -> bytes | None:
+    """A regular file's bytes; None for a symlink or anything else that is no file, as git's blob of one is not read."""
+    return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+
+
+def _changed_file(path: str, status: str, old_path: str | None, data: bytes | None, base_data: bytes | None,
+                  file_hunks: tuple[Hunk, ...] | None, max_bytes: int) -> ChangedFile:
+    """The file as the checks see it; `file_hunks` None adds every line of its text."""
+    text, skipped = _decode(path, data, max_bytes)
+    base_text, _ = _decode(path, base_data, max_bytes)
+    if file_hunks is None:
+        file_hunks = (Hunk(0, (), 1, tuple(text.splitlines())),) if text else ()
+    added = frozenset(h.new_start + k for h in file_hunks for k in range(len(h.new_lines)))
+    return ChangedFile(path, status, old_path, added, file_hunks, text, base_text, size=len(data) if data else 0,
+                       binary=data is not None and _is_binary(data), skipped=skipped)
 
 
 def changeset(
@@ -220,47 +304,44 @@ def changeset(
     max_bytes: int = 1_000_000,
 ) -> ChangeSet:
     """Read the change from `base` to `head` (a commit sha, or None for the working tree, untracked files included)."""
-    entries = name_status(root, base, head)
+    entries = diff_entries(root, base, head)
     if head is None:
-        entries += [('added', None, p) for p in untracked(root)]
-    binary = binary_paths(root, base, head)
+        entries += [DiffEntry('added', None, path) for path in untracked(root)]
     diff_hunks = hunks(root, base, head)
-    old_specs = [f'{base}:{old or path}' for status, old, path in entries if status != 'added']
-    new_specs = [] if head is None else [f'{head}:{path}' for status, _, path in entries if status != 'deleted']
-    blobs = read_blobs(root, old_specs + new_specs)
+    blobs = read_blobs(root, [b for e in entries for b in (e.old_blob, None if head is None else e.new_blob) if b])
 
-    files, notes = [], []
-    for status, old, path in entries:
-        if status == 'deleted':
-            files.append(ChangedFile(path, status, skipped='deleted'))
+    files = []
+    for entry in entries:
+        if entry.status == 'deleted':
+            files.append(ChangedFile(entry.path, entry.status, skipped='deleted'))
             continue
-        if head is None:
-            on_disk = root / path
-            data = on_disk.read_bytes() if on_disk.is_file() and not on_disk.is_symlink() else None
-        else:
-            data = blobs.get(f'{head}:{path}')
-        text, skipped = _decode(path, data, max_bytes)
-        base_text, _ = _decode(path, blobs.get(f'{base}:{old or path}'), max_bytes) if status != 'added' else (None, None)
-        file_hunks = tuple(diff_hunks.get(path, ()))
-        if status == 'added' and text is not None and not file_hunks:
-            # untracked files have no diff: every line is added
-            file_hunks = (Hunk(0, (), 1, tuple(text.splitlines())),) if text else ()
-        added = frozenset(h.new_start + k for h in file_hunks for k in range(len(h.new_lines)))
-        if skipped:
-            notes.append(skipped)
-        files.append(ChangedFile(
-            path, status, old, added, file_hunks, text, base_text,
-            size=len(data) if data is not None else 0,
-            binary=path in binary or (skipped or '').endswith('binary'),
-            skipped=skipped,
-        ))
+        data = _read_file(root / entry.path) if head is None else blobs.get(entry.new_blob or '')
+        file_hunks = tuple(diff_hunks.get(entry.path, ()))
+        # untracked files have no diff: every line is added
+        whole = entry.status == 'added' and not file_hunks
+        # a copy counts as added: it has no base version of its own
+        base_data = None if entry.status == 'added' else blobs.get(entry.old_blob or '')
+        files.append(_changed_file(entry.path, entry.status, entry.old_path, data, base_data,
+                                   None if whole else file_hunks, max_bytes))
     history = commits(root, base, head or 'HEAD')
     if title is None and len(history) == 1:
         title, title_source = history[0].subject, 'commit'
         if body is None:
             body, body_source = history[0].body, 'commit'
     return ChangeSet(root, base, head, tuple(files), tuple(history), title, body, title_source, body_source, perf,
-                     tuple(notes))
+                     tuple(f.skipped for f in files if f.skipped and f.status != 'deleted'))
+
+
+def whole_files(root: Path, paths: list[str], max_bytes: int = 1_000_000) -> ChangeSet:
+    """The named working-tree files as a change that adds each of them whole, on top of HEAD (the empty tree in a
+    repository with no commit yet), with no commits, title or body."""
+    try:
+        base = resolve(root, 'HEAD')
+    except MrbotError:
+        base = run_git(root, 'hash-object', '-t', 'tree', '--stdin', stdin=b'').decode().strip()
+    files = tuple(_changed_file(path, 'added', None, _read_file(root / path), None, None, max_bytes)
+                  for path in paths)
+    return ChangeSet(root, base, None, files, notes=tuple(f.skipped for f in files if f.skipped))
 
 
 def config_at(root: Path, rev: str) -> Config:

@@ -30,8 +30,8 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mrbot import git
 from mrbot.config import Config, state_dir, write_whole
-from mrbot.git import run_git
 from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection, only_binds
 from mrbot.words import plural
 
@@ -148,8 +148,7 @@ def _runs_code(body: list[ast.stmt]) -> bool:
 
 def python_files(root: Path) -> list[str]:
     """Tracked and untracked, not ignored, Python files of the repository."""
-    out = run_git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '*.py')
-    return sorted({p for p in out.decode().split('\0') if p and (root / p).is_file()})
+    return sorted({path for path in git.listed_files(root, '*.py') if (root / path).is_file()})
 
 
 def load_index(root: Path) -> dict[str, dict]:

@@ -18,7 +18,7 @@ from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
 from mrbot.rules import all_rules
 from mrbot.selection import expand_paths
-from mrbot.stack import missing_kernel_stack, require_kernel_stack
+from mrbot.stack import require_kernel_stack
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -29,16 +29,12 @@ DEFAULT_TIMEOUT = 900.0
 
 def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
-                   quiet: bool = False) -> CompileMatrix | None:
-    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none;
-    None, after a line on stderr, where torch or triton is not installed (`mrbot check` in the light core).
+                   quiet: bool = False) -> CompileMatrix:
+    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
-    if missing := missing_kernel_stack():
-        print(f"mrbot: kernels not compiled, CMP rules skipped: {' and '.join(missing)} not installed "
-              "(pip install 'mrbot[kernels]')", file=sys.stderr)
-        return None
+    require_kernel_stack('compiling the kernels')
     import triton
 
     from mrbot.compile.launches import Capture

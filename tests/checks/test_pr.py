@@ -95,3 +95,12 @@ def test_profiler_reports_and_large_binaries_added(repo):
         ('profile/run1/notes.txt', 'file under a profile/ folder added'),
         ('weights.bin', 'binary file of 600000 bytes added (limit 512000)'),
     ]
+
+
+def test_a_binary_over_the_read_limit_is_flagged_before_it_is_committed(repo):
+    base = repo.commit({'a.txt': 'a\n'})
+    repo.write({'model.pt': b'\x00' * 1_500_000})
+    expected = [('model.pt', 'binary file of 1500000 bytes added (limit 512000)')]
+    assert [(f.path, f.message) for f in repo.check('MR-ARTIFACT').findings] == expected
+    head = repo.commit({})
+    assert [(f.path, f.message) for f in repo.check('MR-ARTIFACT', base=base, head=head).findings] == expected

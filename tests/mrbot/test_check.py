@@ -63,12 +63,67 @@ def test_runs_from_a_subdirectory_with_root_relative_paths(repo, monkeypatch, ca
     assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('HDR001', 'lib/ops/x.py', 1)]
 
 
-def test_fix_inserts_the_header_and_the_rerun_is_clean(repo, monkeypatch, capsys):
+def test_fix_inserts_the_header_says_so_and_the_rerun_is_clean(repo, monkeypatch, capsys):
     repo.commit({'lib/a.py': HEADER})
-    repo.write({'lib/new.py': 'x = 1\n'})
+    repo.write({'lib/new.py': 'x = 1\n', 'lib/windows.py': 'y = 2\r\n'})
     monkeypatch.chdir(repo.root)
-    assert main(['check', '--base', 'HEAD', '--title', '[Fix] New', '--fix']) == 0
+    assert main(['check', '--base', 'HEAD', '--title', '[Fix] New', '--fix', '--no-compile']) == 0
     assert (repo.root / 'lib/new.py').read_text() == HEADER + 'x = 1\n'
+    assert (repo.root / 'lib/windows.py').read_bytes().endswith(b'y = 2\r\n')
+    assert capsys.readouterr().err.splitlines() == ['lib/new.py: fixed HDR001 (License header missing or wrong)',
+                                                    'lib/windows.py: fixed HDR001 (License header missing or wrong)']
+
+
+def test_diff_prints_the_fix_and_writes_nothing(repo, monkeypatch, capsys):
+    repo.commit({'lib/a.py': HEADER})
+    repo.write({'lib/new.py': 'x = 1'})
+    monkeypatch.chdir(repo.root)
+    assert main(['check', '--base', 'HEAD', '--title', '[Fix] New', '--diff', '--no-compile']) == 1
+    assert capsys.readouterr().out == ('--- a/lib/new.py\n+++ b/lib/new.py\n@@ -1 +1,3 @@\n' + ''.join(
+        f'+{line}\n' for line in HEADER.splitlines()) + ' x = 1\n\\ No newline at end of file\n')
+    assert (repo.root / 'lib/new.py').read_text() == 'x = 1'
+    repo.write({'lib/new.py': HEADER + 'x = 1\n'})
+    assert main(['check', '--base', 'HEAD', '--title', '[Fix] New', '--diff', '--no-compile']) == 0
+    assert capsys.readouterr().out == ''
+
+
+def test_named_files_are_checked_whole_and_alone(repo, monkeypatch, capsys):
+    repo.commit({'pyproject.toml': PYPROJECT, 'lib/old.py': 'import os\n', 'lib/other.py': 'import sys\n'})
+    repo.write({'lib/other.py': 'import sys\nimport re\n'})
+    monkeypatch.chdir(repo.root / 'lib')
+    code, report = _json(capsys, '--no-compile', 'old.py')
+    assert code == 1
+    assert [(f['rule'], f['path'], f['line']) for f in report['findings']] == [('HDR001', 'lib/old.py', 1),
+                                                                              ('RUF:F401', 'lib/old.py', 1)]
+    assert main(['check', '--no-compile', '--fix', 'old.py', 'other.py']) == 1
+    assert capsys.readouterr().err.splitlines() == ['lib/old.py: fixed HDR001 (License header missing or wrong)',
+                                                    'lib/other.py: fixed HDR001 (License header missing or wrong)']
+
+
+def test_named_files_that_cannot_be_checked_are_one_line_errors(repo, monkeypatch, capsys, tmp_path_factory):
+    repo.commit({'a.py': HEADER})
+    monkeypatch.chdir(repo.root)
+    outside = tmp_path_factory.mktemp('outside') / 'b.py'
+    outside.write_text(HEADER)
+    for argv, error in [
+        (['missing.py'], 'missing.py: no such file; expected the path of a file in this repository'),
+        ([str(outside)], f'{outside}: outside the repository {repo.root}; expected a file inside it'),
+        (['--base', 'HEAD', 'a.py'], '--base describes a change, but FILE arguments check files whole: pass one or '
+                                     'the other'),
+    ]:
+        assert main(['check', *argv]) == 2
+        assert capsys.readouterr().err == f'mrbot check: error: {error}\n'
+
+
+def test_the_pre_commit_hook_checks_the_files_it_is_given(repo, monkeypatch, capsys):
+    hooks = (Path(__file__).parents[2] / '.pre-commit-hooks.yaml').read_text()
+    for setting in ('- id: mrbot-check', '  entry: mrbot check', '  language: python', '  types: [python]',
+                    '  pass_filenames: true'):
+        assert f'\n{setting}\n' in hooks
+    repo.commit({'a.py': HEADER, 'b.py': 'x = 1\n'})
+    monkeypatch.chdir(repo.root)
+    assert main(['check', '--no-compile', 'a.py']) == 0
+    assert main(['check', '--no-compile', 'b.py']) == 1
 
 
 def test_usage_and_repository_errors_exit_two_with_one_line(repo, monkeypatch, capsys, tmp_path_factory):

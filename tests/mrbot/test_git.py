@@ -52,6 +52,14 @@ def test_unreadable_files_are_skipped_with_a_note(repo):
     assert len(change.notes) == 3
 
 
+def test_an_untracked_binary_over_the_read_limit_is_binary_as_once_committed(repo):
+    base = repo.commit({'README.md': 'hi\n'})
+    repo.write({'weights.bin': b'\x00' * 1_500_000})
+    untracked = _change(repo).file('weights.bin')
+    committed = _change(repo, base, repo.commit({})).file('weights.bin')
+    assert (untracked.binary, untracked.size) == (committed.binary, committed.size) == (True, 1_500_000)
+
+
 def test_odd_file_names_keep_their_paths(repo):
     repo.commit({'plain.py': 'a\n'})
     repo.commit({'with space/naïve file.py': 'a\nb\n', 'tab\tname.py': 'c\n'})
@@ -79,6 +87,36 @@ def test_default_base_is_the_merge_base_with_the_target_branch(repo):
     assert git.default_base(repo.root, ['origin/main', 'main']) == fork
     with pytest.raises(MrbotError, match=r'^no base: none of the target branches origin/main, trunk exists here'):
         git.default_base(repo.root, ['origin/main', 'trunk'])
+
+
+def test_without_a_target_branch_the_base_is_from_the_remotes_default_branch(repo, tmp_path_factory):
+    repo.commit({'a.py': 'a\n'})
+    repo.git('branch', '-m', 'master')
+    clone = tmp_path_factory.mktemp('clone') / 'clone'
+    repo.git('clone', '-q', str(repo.root), str(clone))
+    fork = repo.git('-C', str(clone), 'rev-parse', 'HEAD')
+    repo.git('-C', str(clone), 'checkout', '-q', '-b', 'feature')
+    repo.git('-C', str(clone), 'commit', '-q', '--allow-empty', '-m', '[Test] Feature')
+    assert git.revisions(clone, None, None, ['origin/main', 'main']) == (fork, None)
+
+
+def test_a_shallow_clone_says_what_to_fetch_for_its_base(repo, tmp_path_factory):
+    fork = repo.commit({'a.py': 'a\n'})
+    repo.git('checkout', '-q', '-b', 'feature')
+    repo.commit({'a.py': 'b\n'})
+    repo.git('checkout', '-q', 'main')
+    repo.commit({'other.py': 'c\n'})
+    clone = tmp_path_factory.mktemp('shallow') / 'clone'
+    repo.git('clone', '-q', '--depth', '1', '--branch', 'feature', f'file://{repo.root}', str(clone))
+    with pytest.raises(MrbotError, match=r'^no base: none of the target branches origin/main, main, origin/HEAD exists '
+                                         r'here; fetch origin/main \(`git fetch origin main:refs/remotes/origin/main`\)'):
+        git.revisions(clone, None, None, ['origin/main', 'main'])
+    repo.git('-C', str(clone), 'fetch', '-q', '--depth', '1', 'origin', 'main:refs/remotes/origin/main')
+    with pytest.raises(MrbotError, match=r'^no base: HEAD and origin/main share no commit in this shallow clone; fetch '
+                                         r'the history between them \(`git fetch --unshallow`'):
+        git.revisions(clone, None, None, ['origin/main', 'main'])
+    repo.git('-C', str(clone), 'fetch', '-q', '--unshallow')
+    assert git.revisions(clone, None, None, ['origin/main', 'main']) == (fork, None)
 
 
 def test_unknown_revision_and_non_repository_are_one_line_errors(repo, tmp_path_factory):
@@ -119,3 +157,24 @@ def test_what_can_change_behaviour_is_a_code_change(base, head):
 @pytest.mark.parametrize('base, head', NO_CODE_CHANGES.values(), ids=NO_CODE_CHANGES.keys())
 def test_renamed_locals_and_error_messages_are_no_code_change(base, head):
     assert not ChangedFile('pkg/a.py', 'modified', text=head, base_text=base).changes_code
+
+
+HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
+SKIPPED = HEADER + """import pytest
+
+
+@pytest.mark.skip(reason='flaky')
+def test_scale():
+    assert True
+"""
+
+
+@pytest.mark.parametrize('attributes', ['*.py -diff\n', '*.py binary\n', '*.py diff=nothing\n'])
+def test_a_changes_own_gitattributes_hide_none_of_its_lines(repo, attributes):
+    repo.commit({'tests/ops/test_scale.py': HEADER + 'def test_scale():\n    assert True\n'}, '[Test] Base')
+    base = repo.git('rev-parse', 'HEAD')
+    head = repo.commit({'tests/ops/test_scale.py': SKIPPED, '.gitattributes': attributes}, '[Test] Skip it')
+    for side in (head, None):
+        change = git.changeset(repo.root, base, side)
+        changed = change.file('tests/ops/test_scale.py')
+        assert not changed.binary and 4 in changed.added_lines, attributes
