@@ -265,14 +265,15 @@ def load_config(root: Path) -> Config:
 
 
 def parse_config(text: str, where: str, whole: bool = False) -> Config:
-    """`[tool.mrbot]` of a pyproject.toml's text, or with `whole` the top level of a file of settings alone (`where`
-    names it in errors); defaults where the table is absent."""
+    """`[tool.mrbot]` of a pyproject.toml's text, or with `whole` a file of settings alone: its `[tool.mrbot]`, else
+    its top level (`where` names it in errors); defaults where the table is absent."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MrbotError(f'{where}: not valid TOML ({exc})') from None
     table: Any = document
-    if not whole:
+    # a file of settings alone may still hold them as [tool.mrbot], as `mrbot init --print` writes them
+    if not whole or 'tool' in document:
         table = document.get('tool', {})
         if not isinstance(table, dict):
             raise MrbotError(f'{where}: tool is {table!r}; expected a table such as [tool.mrbot]')
