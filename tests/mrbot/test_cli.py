@@ -94,6 +94,11 @@ def test_config_names_the_settings_file_for_every_command(repo, monkeypatch, cap
     assert main(['--config', str(settings), 'config']) == 0
     out = capsys.readouterr().out
     assert 'title-tags = ["Elsewhere"]' in out and 'rules = { TRI001 = "off" }' in out
+    # as `mrbot init --print` writes a preset, under [tool.mrbot]
+    preset = tmp_path / 'preset.toml'
+    preset.write_text('[tool.mrbot]\ntitle-tags = ["Preset"]\n')
+    assert main(['--config', str(preset), 'config']) == 0
+    assert 'title-tags = ["Preset"]' in capsys.readouterr().out
     # after the command's name too, as every option
     assert main(['rules', 'TRI', '--config', str(settings)]) == 0
     assert 'TRI001  off (default error)' in capsys.readouterr().out
