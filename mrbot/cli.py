@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     except MrbotError as error:
         print(f'{where}: error: {error}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # what finished before the interrupt is kept where a command keeps it (a cache, a record); the rest is not
-        print(f'{where}: interrupted', file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        # what finished before the interrupt is kept where a command keeps it (a cache, a record), which it names
+        print(f'{where}: interrupted' + (f': {interrupt}' if str(interrupt) else ''), file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the one place a bug becomes a line and an exit code, not a traceback
         report = _crash_report(error)

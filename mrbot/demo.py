@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(prepare.render_body(record, clone, workspace.config), end='')
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    failed = [s['name'] for s in record['steps'] if s['status'] not in ('done', 'skipped', 'pending')]
+    failed = record.failed_steps
     if failed:
         print(f"mrbot demo: step(s) {', '.join(failed)} did not pass; the body above says why", file=sys.stderr)
     print(NEXT, file=sys.stderr)

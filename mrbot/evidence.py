@@ -2,25 +2,31 @@
 # SPDX-License-Identifier: MIT
 """The Evidence record of `mrbot prepare`: every step's outcome in one versioned JSON document, and what it proves.
 
-The PR body is rendered from this record alone, so a repository's own template sees the same plain data, and the
-checklist and the benchmark conclusion are computed here, where they can be tested, not in a template.
+The PR body is rendered from this record's JSON form alone, so a repository's own template sees the same plain data,
+and the checklist and the benchmark conclusion are computed here, where they can be tested, not in a template.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+from mrbot.records import BenchRun, JsonObject
 from mrbot.testing import plural
 
 SCHEMA = 2
 # Hardware classes whose numbers can back a performance claim (docs: sm_90 is the baseline, sm_100 preferred).
 EVIDENCE_CLASSES = ('sm_90 baseline', 'sm_100 preferred')
+STEP_STATUSES = ('done', 'failed', 'error', 'skipped', 'pending', 'interrupted')
+# Statuses that let `mrbot prepare` exit 0: nothing found wrong, whatever could not run here said so.
+PASSING = ('done', 'skipped', 'pending')
 
 
 @dataclass(frozen=True)
 class Step:
     """One stage of `mrbot prepare`: done, failed (it ran and found a problem), error (it could not run),
-    skipped (by a flag or because nothing needed it) or pending (needs a machine this is not: `command` runs it)."""
+    skipped (by a flag or because nothing needed it), pending (needs a machine this is not: `command` runs it) or
+    interrupted (Ctrl-C or SIGTERM stopped it)."""
 
     name: str
     status: str
@@ -31,70 +37,173 @@ class Step:
     def to_json(self) -> dict:
         return {**asdict(self), 'seconds': round(self.seconds, 2)}
 
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Step:
+        return cls(fields.text('name'), fields.choice('status', STEP_STATUSES), fields.number('seconds', 0.0),
+                   fields.text('detail', ''), fields.text('command', ''))
 
-def conclusion(record: dict) -> dict:
-    """improvement / neutral / trade-off / regression / pending / gate-failed / not-evidence, with every regressed row
-    named."""
-    bench, steps = record.get('bench'), {s['name']: s for s in record['steps']}
-    if not record.get('bench_ops'):
-        if not any(f.get('code', True) for f in record['change']['files']):
-            return {'kind': 'neutral', 'regressed': [],
-                    'text': 'neutral: no code changed (prose, comments, docstrings, error messages, layout or local '
-                            'names only)'}
-        return {'kind': 'neutral', 'text': "neutral: no benchmarked op's code changed (none declared in "
-                                           '[tool.mrbot.bench] reaches a changed source file)', 'regressed': []}
-    step = steps.get('bench', {})
+
+@dataclass(frozen=True)
+class Conclusion:
+    """What the benchmark says of the change: improvement, neutral, trade-off, regression, pending, interrupted,
+    gate-failed or not-evidence, in words, with every regressed row named."""
+
+    kind: str
+    text: str
+    regressed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {'kind': self.kind, 'text': self.text, 'regressed': list(self.regressed)}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Conclusion:
+        return cls(fields.text('kind'), fields.text('text'), fields.texts('regressed', ()))
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """A box of the PR checklist: ticked (`done`) only when the record proves it; `why` says what it rests on."""
+
+    item: str
+    done: bool
+    why: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> ChecklistItem:
+        return cls(fields.text('item'), fields.flag('done'), fields.text('why'))
+
+
+@dataclass
+class Evidence:
+    """Everything `mrbot prepare` found, filled in step by step. The sections other stages write (`change`, `check`,
+    `selection`, `compile`, `tests`, `coverage`, `breaking`) are their JSON forms; `breaking` is None when the
+    signature step did not run."""
+
+    created: str
+    device: str
+    change: dict
+    check: dict | None = None
+    selection: dict | None = None
+    compile: dict | None = None
+    tests: dict | None = None
+    reached: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    bench_ops: list[str] = field(default_factory=list)
+    coverage: list[dict] = field(default_factory=list)
+    bench: BenchRun | None = None
+    breaking: list[dict] | None = None
+    steps: list[Step] = field(default_factory=list)
+    conclusion: Conclusion | None = None
+    checklist: list[ChecklistItem] = field(default_factory=list)
+    pull_request: str | None = None
+
+    @property
+    def failed_steps(self) -> list[str]:
+        """The steps that found a problem, could not run or were interrupted."""
+        return [step.name for step in self.steps if step.status not in PASSING]
+
+    def step(self, name: str) -> Step | None:
+        return next((step for step in self.steps if step.name == name), None)
+
+    def to_json(self) -> dict:
+        out = {'schema': SCHEMA, 'created': self.created, 'device': self.device, 'change': self.change,
+               'check': self.check, 'selection': self.selection, 'compile': self.compile, 'tests': self.tests,
+               'reached': self.reached, 'ops': self.ops, 'bench_ops': self.bench_ops, 'coverage': self.coverage,
+               'bench': self.bench.to_json() if self.bench else None, 'breaking': self.breaking,
+               'steps': [step.to_json() for step in self.steps],
+               'conclusion': self.conclusion.to_json() if self.conclusion else None,
+               'checklist': [item.to_json() for item in self.checklist]}
+        if self.pull_request is not None:
+            out['pull_request'] = self.pull_request
+        return out
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Evidence:
+        schema = fields.integer('schema')
+        if schema != SCHEMA:
+            raise fields.error(fields.at('schema'), f'{SCHEMA} (an evidence record of this mrbot prepare)', schema)
+        change = fields.object('change')
+        # read for their check alone: `conclusion` reads each changed file's entry
+        change.objects('files')
+        bench, conclusion = fields.optional_object('bench'), fields.optional_object('conclusion')
+        return cls(created=fields.text('created'), device=fields.text('device'), change=change.data,
+                   check=fields.optional_mapping('check'), selection=fields.optional_mapping('selection'),
+                   compile=fields.optional_mapping('compile'), tests=fields.optional_mapping('tests'),
+                   reached=list(fields.texts('reached', ())), ops=list(fields.texts('ops', ())),
+                   bench_ops=list(fields.texts('bench_ops', ())),
+                   coverage=[c.data for c in fields.objects('coverage', [])],
+                   bench=None if bench is None else BenchRun.from_json(bench),
+                   breaking=None if fields.data.get('breaking') is None else [b.data for b in fields.objects('breaking')],
+                   steps=[Step.from_json(step) for step in fields.objects('steps', [])],
+                   conclusion=None if conclusion is None else Conclusion.from_json(conclusion),
+                   checklist=[ChecklistItem.from_json(item) for item in fields.objects('checklist', [])],
+                   pull_request=fields.optional_text('pull_request'))
+
+    @classmethod
+    def load(cls, path: Path) -> Evidence:
+        return cls.from_json(JsonObject.load(path, 'an evidence record of mrbot prepare'))
+
+
+def conclusion(record: Evidence) -> Conclusion:
+    """improvement / neutral / trade-off / regression / pending / interrupted / gate-failed / not-evidence, with every
+    regressed row named."""
+    bench = record.bench
+    if not record.bench_ops:
+        if not any(f.get('code', True) for f in record.change['files']):
+            return Conclusion('neutral', 'neutral: no code changed (prose, comments, docstrings, error messages, layout or '
+                                         'local names only)')
+        return Conclusion('neutral', "neutral: no benchmarked op's code changed (none declared in [tool.mrbot.bench] "
+                                     'reaches a changed source file)')
     if bench is None:
-        why = step.get('detail') or 'not run'
-        command = f": `{step['command']}`" if step.get('command') else ''
-        return {'kind': 'pending', 'text': f'pending ({why}){command}', 'regressed': []}
-    if bench['gate']['status'] == 'failed':
-        return {'kind': 'gate-failed', 'text': 'no speed claim: the correctness gate failed', 'regressed': []}
-    if not bench['machine'].get('evidence'):
-        return {'kind': 'not-evidence', 'text': 'no speed claim: timed under the Triton interpreter, not on a GPU',
-                'regressed': []}
-
-    def name(row: dict) -> str:
-        return f"{row['op']} {row['mode']} {row['shape']['name']} ({row['ratio']:.3f}x time)"
-
-    slower = [name(r) for r in bench['rows'] if r.get('verdict') == 'slower']
-    faster = [r for r in bench['rows'] if r.get('verdict') == 'faster']
+        step = record.step('bench')
+        why = step.detail if step and step.detail else 'not run'
+        command = f': `{step.command}`' if step and step.command else ''
+        return Conclusion('pending', f'pending ({why}){command}')
+    if bench.interrupted:
+        return Conclusion('interrupted', f"no speed claim: interrupted after {plural(bench.rounds, 'round')}")
+    if bench.gate.status == 'failed':
+        return Conclusion('gate-failed', 'no speed claim: the correctness gate failed')
+    if not bench.machine.evidence:
+        return Conclusion('not-evidence', 'no speed claim: timed under the Triton interpreter, not on a GPU')
+    slower = tuple(f'{r.op} {r.mode} {r.shape.name} ({r.ratio:.3f}x time)' for r in bench.rows if r.verdict == 'slower')
+    faster = [r for r in bench.rows if r.verdict == 'faster']
+    rows = len(bench.rows)
     if slower and faster:
-        return {'kind': 'trade-off', 'text': f'trade-off: {len(faster)} rows faster, {len(slower)} slower',
-                'regressed': slower}
+        return Conclusion('trade-off', f"trade-off: {plural(len(faster), 'row')} faster, {len(slower)} slower", slower)
     if slower:
-        return {'kind': 'regression', 'text': f'regression: {len(slower)} of {len(bench["rows"])} rows slower',
-                'regressed': slower}
+        return Conclusion('regression', f'regression: {len(slower)} of {plural(rows, "row")} slower', slower)
     if faster:
-        return {'kind': 'improvement', 'text': f'improvement: {len(faster)} of {len(bench["rows"])} rows faster, '
-                                               'none slower', 'regressed': []}
-    return {'kind': 'neutral', 'text': 'neutral: no row is faster or slower beyond its minimum effect', 'regressed': []}
+        return Conclusion('improvement', f'improvement: {len(faster)} of {plural(rows, "row")} faster, none slower')
+    return Conclusion('neutral', 'neutral: no row is faster or slower beyond its minimum effect')
 
 
-def _rules(record: dict) -> set[str]:
-    check = record.get('check') or {}
+def _rules(record: Evidence) -> set[str]:
+    check = record.check or {}
     return {f['rule'] for f in check.get('findings', []) if f['severity'] == 'error'}
 
 
-def checklist(record: dict) -> list[dict]:
+def checklist(record: Evidence) -> list[ChecklistItem]:
     """The PR checklist: each item is ticked only when the record proves it, and says what it rests on."""
-    steps = {s['name']: s for s in record['steps']}
-    checked = steps.get('check', {}).get('status') in ('done', 'failed')
+    check_step, tests_step = record.step('check'), record.step('tests')
+    checked = check_step is not None and check_step.status in ('done', 'failed')
     errors = _rules(record)
-    tests, selection = record.get('tests'), record.get('selection') or {}
+    tests, selection = record.tests, record.selection or {}
     # the body lists every finding, warnings too: a box ticked beside a title warning would contradict it
-    title = [f['message'] for f in (record.get('check') or {}).get('findings', []) if f['rule'] == 'MR-TITLE']
+    title = [f['message'] for f in (record.check or {}).get('findings', []) if f['rule'] == 'MR-TITLE']
     items = [
         ('Title is `[Tag] Summary`', checked and not title, title[0] if title else 'mrbot check (MR-TITLE)'),
         ('`mrbot check` reports no errors on the change', checked and not errors,
-         f"{len(errors)} rule(s) with errors" if errors else 'mrbot check'),
-        ('Dependent tests pass', bool(tests) and steps['tests']['status'] == 'done',
+         f"{plural(len(errors), 'rule')} with errors" if errors else 'mrbot check'),
+        ('Dependent tests pass', bool(tests) and tests_step is not None and tests_step.status == 'done',
          f"{sum(f['passed'] for f in tests['files'])} passed in {plural(len(tests['files']), 'file')}, {tests['device']}"
-         if tests else steps.get('tests', {}).get('detail', 'not run')),
+         if tests else tests_step.detail if tests_step else 'not run'),
         ('Every changed source file is reached by a test', bool(selection) and not selection.get('unselected'),
          'import graph' if selection else 'not selected'),
     ]
-    compiled = record.get('compile')
+    compiled = record.compile
     if compiled and not compiled['reached']:
         items.append(('No kernel reached, so none to compile', True, 'import graph'))
     elif compiled:
@@ -106,24 +215,25 @@ def checklist(record: dict) -> list[dict]:
                'table')
         items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing and not unlaunched, why))
     else:
-        items.append(('Kernels compile for every GPU target', False, steps.get('compile', {}).get('detail', 'not run')))
-    if record['ops']:
-        coverage = record.get('coverage') or []
+        compile_step = record.step('compile')
+        items.append(('Kernels compile for every GPU target', False, compile_step.detail if compile_step else 'not run'))
+    if record.ops:
+        coverage = record.coverage
         missing = [f"{c['op']}: {', '.join(c['missing'])}" for c in coverage if c['missing']]
         items.append(('Tests exercise every coverage axis of the touched ops', bool(coverage) and not missing,
                       '; '.join(missing) if missing else ('coverage matrix' if coverage else 'tests not run')))
-    bench = record.get('bench')
-    if record.get('bench_ops'):
-        proven = (bench is not None and bench['machine'].get('class') in EVIDENCE_CLASSES
-                  and bench['gate']['status'] == 'passed')
+    bench = record.bench
+    if record.bench_ops:
+        proven = bench is not None and bench.machine.hardware_class in EVIDENCE_CLASSES and bench.gate.status == 'passed'
         items.append(('Before/after benchmark on sm_90 or newer, correctness gate green', proven,
-                      f"{bench['machine']['gpu']}, gate {bench['gate']['status']}" if bench else 'pending'))
+                      f'{bench.machine.gpu}, gate {bench.gate.status}' if bench else 'pending'))
     else:
         items.append(("No benchmarked op's code changed, so no benchmark is needed", True,
                       'no op declared in [tool.mrbot.bench] reaches a changed source file'))
-    breaking = record.get('breaking')
-    items.append(('No public signature broken', breaking == [] and steps.get('breaking', {}).get('status') == 'done',
-                  f'{len(breaking)} breaking change(s)' if breaking else 'signature diff of base and head'))
+    breaking, breaking_step = record.breaking, record.step('breaking')
+    items.append(('No public signature broken', breaking == [] and breaking_step is not None
+                  and breaking_step.status == 'done',
+                  f"{plural(len(breaking), 'breaking change')}" if breaking else 'signature diff of base and head'))
     items.append(('No profiler reports or tool attribution added', checked and not errors & {'MR-ARTIFACT', 'MR-ATTRIBUTION'},
                   'mrbot check (MR-ARTIFACT, MR-ATTRIBUTION)'))
-    return [{'item': text, 'done': bool(done), 'why': why} for text, done, why in items]
+    return [ChecklistItem(text, bool(done), why) for text, done, why in items]

@@ -1,13 +1,18 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The plain records that flow between mrbot's stages: a change in, findings out."""
+"""The plain records that flow between mrbot's stages: a change in, findings out, and the bench records, read back
+from JSON with every field checked."""
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 SEVERITIES = ('error', 'warning', 'note')
 
@@ -340,7 +345,8 @@ class ChangeSet:
 
 @dataclass(frozen=True)
 class Finding:
-    """One broken rule at one place; `line` 0 means the whole file, and a path of '' the PR itself."""
+    """One broken rule at one place; `line` 0 means the whole file, and a path of '' the PR itself. `column` counts
+    from 0 here, and from 1 wherever it is shown or written (text, JSON, SARIF, GitHub annotations), as editors do."""
 
     rule: str
     severity: str
@@ -354,7 +360,7 @@ class Finding:
 
     def to_json(self) -> dict:
         return {'rule': self.rule, 'severity': self.severity, 'path': self.path, 'line': self.line,
-                'column': self.column, 'message': self.message, 'hint': self.hint}
+                'column': self.column + 1 if self.line else 0, 'message': self.message, 'hint': self.hint}
 
 
 @dataclass(frozen=True)
@@ -461,3 +467,487 @@ class TestRun:
                        'restarted': f.restarted}
                       for f in self.files],
         }
+
+
+# The value of a field a record cannot do without: reading a record without it is an error.
+_REQUIRED = object()
+
+
+def _shown(value: object) -> str:
+    """A JSON value as an error names it: `null`, `true`, `0`, `the string "fast"`, `a list`, `an object`."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f'the string {json.dumps(value if len(value) <= 40 else value[:37] + "...")}'
+    return 'a list' if isinstance(value, list) else 'an object'
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class JsonObject:
+    """A JSON object being read into a record, and where it sits (`B.json`, `rows[2]`): each field is read with its
+    type checked, so a malformed file is one error naming the file and the field, never a KeyError later."""
+
+    data: dict
+    source: str
+    path: str = ''
+
+    @classmethod
+    def parse(cls, text: str, source: str, what: str) -> JsonObject:
+        """The JSON object in `text`, the contents of `source`, which should hold `what` (`a bench record`)."""
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise MrbotError(f'{source}: not JSON ({error}); expected a JSON object ({what})') from None
+        if not isinstance(data, dict):
+            raise MrbotError(f'{source}: expected a JSON object ({what}), got {_shown(data)}')
+        return cls(data, source)
+
+    @classmethod
+    def load(cls, path: Path, what: str) -> JsonObject:
+        """The JSON object in the file `path`, which should hold `what`."""
+        try:
+            text = path.read_text(encoding='utf-8')
+        except OSError as error:
+            raise MrbotError(f'{path}: cannot read it ({error.strerror or error}); expected {what}') from None
+        except UnicodeDecodeError:
+            raise MrbotError(f'{path}: not UTF-8 text; expected {what}') from None
+        return cls.parse(text, str(path), what)
+
+    def at(self, key: str) -> str:
+        """The path of one of this object's fields, for an error about it: `rows[2].samples_ms`."""
+        return f'{self.path}.{key}' if self.path else key
+
+    def error(self, where: str, expected: str, value: object = _REQUIRED) -> MrbotError:
+        if value is _REQUIRED:
+            return MrbotError(f'{self.source}: {where}: missing, expected {expected}')
+        return MrbotError(f'{self.source}: {where}: expected {expected}, got {_shown(value)}')
+
+    def _get(self, key: str, expected: str, accepts: Callable[[object], bool], default: object) -> Any:
+        value = self.data.get(key, _REQUIRED)
+        if value is _REQUIRED:
+            if default is _REQUIRED:
+                raise self.error(self.at(key), expected)
+            return default
+        if not accepts(value):
+            raise self.error(self.at(key), expected, value)
+        return value
+
+    def text(self, key: str, default: object = _REQUIRED) -> str:
+        return self._get(key, 'a string', lambda v: isinstance(v, str), default)
+
+    def optional_text(self, key: str) -> str | None:
+        return self._get(key, 'a string or null', lambda v: v is None or isinstance(v, str), None)
+
+    def number(self, key: str, default: object = _REQUIRED) -> float:
+        return self._get(key, 'a number', _is_number, default)
+
+    def optional_number(self, key: str) -> float | None:
+        return self._get(key, 'a number or null', lambda v: v is None or _is_number(v), None)
+
+    def integer(self, key: str, default: object = _REQUIRED) -> int:
+        return self._get(key, 'a whole number', lambda v: isinstance(v, int) and not isinstance(v, bool), default)
+
+    def optional_integer(self, key: str) -> int | None:
+        return self._get(key, 'a whole number or null',
+                         lambda v: v is None or isinstance(v, int) and not isinstance(v, bool), None)
+
+    def flag(self, key: str, default: object = _REQUIRED) -> bool:
+        return self._get(key, 'true or false', lambda v: isinstance(v, bool), default)
+
+    def texts(self, key: str, default: object = _REQUIRED) -> tuple[str, ...]:
+        values = self._get(key, 'a list of strings', lambda v: isinstance(v, list), default)
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.error(f'{self.at(key)}[{index}]', 'a string', value)
+        return tuple(values)
+
+    def times(self, key: str, default: object = _REQUIRED) -> tuple[float, ...]:
+        """A list of times in ms: positive numbers."""
+        values = self._get(key, 'a list of numbers', lambda v: isinstance(v, list), default)
+        for index, value in enumerate(values):
+            if not _is_number(value) or value <= 0:
+                raise self.error(f'{self.at(key)}[{index}]', 'a positive number of ms', value)
+        return tuple(float(v) for v in values)
+
+    def mapping(self, key: str, default: object = _REQUIRED) -> dict:
+        """An object kept as the plain JSON it is (a section another stage wrote and reads)."""
+        return self._get(key, 'an object', lambda v: isinstance(v, dict), default)
+
+    def optional_mapping(self, key: str) -> dict | None:
+        return self._get(key, 'an object or null', lambda v: v is None or isinstance(v, dict), None)
+
+    def sequence(self, key: str, default: object = _REQUIRED) -> list:
+        """A list kept as the plain JSON it is."""
+        return self._get(key, 'a list', lambda v: isinstance(v, list), default)
+
+    def object(self, key: str) -> JsonObject:
+        return JsonObject(self.mapping(key), self.source, self.at(key))
+
+    def optional_object(self, key: str) -> JsonObject | None:
+        data = self.optional_mapping(key)
+        return None if data is None else JsonObject(data, self.source, self.at(key))
+
+    def objects(self, key: str, default: object = _REQUIRED) -> list[JsonObject]:
+        values = self.sequence(key, default)
+        for index, value in enumerate(values):
+            if not isinstance(value, dict):
+                raise self.error(f'{self.at(key)}[{index}]', 'an object', value)
+        return [JsonObject(value, self.source, f'{self.at(key)}[{index}]') for index, value in enumerate(values)]
+
+    def choice(self, key: str, choices: tuple[str, ...], default: object = _REQUIRED) -> str:
+        return self._get(key, f"one of {', '.join(choices)}", lambda v: v in choices, default)
+
+
+BENCH_MODES = ('fwd', 'fwdbwd')
+BENCH_DISPATCH = ('off', 'on')
+# A paired comparison's confidence interval needs this many rounds (mrbot.bench.stats.MIN_ROUNDS).
+PAIRED_MIN_ROUNDS = 3
+
+
+def check_min_effect(value: float) -> None:
+    """The smallest change a verdict may call faster or slower is a share of the time, below all of it."""
+    if not 0 <= value < 1:
+        raise MrbotError(f'--min-effect must be at least 0 and below 1 (a share of the time), got {value:g}')
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What `mrbot bench` is asked to time, however it was asked: its command line, `mrbot prepare`, a `/bench`
+    comment. Checked when made, so a bad value is refused before any worktree, gate or worker starts.
+
+    `ops` empty means every declared op (or, with `from_diff`, those the change from `base` touches); `shapes` empty
+    means each op's default shapes. `command` is the command line recorded with the numbers, to reproduce them.
+    """
+
+    ops: tuple[str, ...] = ()
+    from_diff: bool = False
+    base: str | None = None
+    aa: bool = False
+    modes: tuple[str, ...] = BENCH_MODES
+    shapes: tuple[str, ...] = ()
+    rounds: int = 10
+    min_effect: float = 0.02
+    eager: bool = False
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    dispatch: str = 'off'
+    gate: bool = True
+    gate_k: str | None = None
+    gate_workers: int = 1
+    gate_timeout: float = 1800.0
+    ncu: str | None = None
+    command: tuple[str, ...] = ()
+
+    @property
+    def paired(self) -> bool:
+        return self.base is not None or self.aa
+
+    def __post_init__(self) -> None:
+        least = PAIRED_MIN_ROUNDS if self.paired else 1
+        if self.rounds < least:
+            why = ' with --base or --aa (a confidence interval needs them)' if self.paired else ''
+            raise MrbotError(f'--rounds must be at least {least}{why}, got {self.rounds}')
+        check_min_effect(self.min_effect)
+        if not (math.isfinite(self.warmup_ms) and self.warmup_ms >= 0):
+            raise MrbotError(f'--warmup-ms must be 0 or more, got {self.warmup_ms:g}')
+        if not (math.isfinite(self.rep_ms) and self.rep_ms > 0):
+            raise MrbotError(f'--rep-ms must be above 0, got {self.rep_ms:g}')
+        if self.gate_workers < 1:
+            raise MrbotError(f'--gate-workers must be at least 1, got {self.gate_workers}')
+        if not self.gate_timeout > 0:
+            raise MrbotError(f'--gate-timeout must be above 0 seconds, got {self.gate_timeout:g}')
+        unknown = [mode for mode in self.modes if mode not in BENCH_MODES]
+        if unknown:
+            raise MrbotError(f"--modes {' '.join(unknown)}: expected one or more of {', '.join(BENCH_MODES)}")
+        if not self.modes:
+            raise MrbotError(f"no mode to time: expected one or more of {', '.join(BENCH_MODES)}")
+        if self.dispatch not in BENCH_DISPATCH:
+            raise MrbotError(f"--dispatch {self.dispatch}: expected one of {', '.join(BENCH_DISPATCH)}")
+        if self.from_diff and not self.ops and self.base is None:
+            raise MrbotError('--from-diff needs --base REF to know the change')
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One side of a bench run: the ref as given, its commit, and whether uncommitted changes were timed with it."""
+
+    ref: str
+    sha: str | None
+    dirty: bool = False
+
+    def to_json(self) -> dict:
+        return {'ref': self.ref, 'sha': self.sha, 'dirty': self.dirty}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Revision:
+        return cls(fields.text('ref'), fields.optional_text('sha'), fields.flag('dirty', False))
+
+
+# Where a machine's clocks and driver were read: `sm_clock_start`, `temperature_c_end`, ...
+_READ_AT = ('_start', '_end')
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a benchmark number is evidence of: the GPU (or 'cpu'), its class, the software, the clocks at start and
+    end, the measured ceilings and the command line. `evidence` is False under the Triton interpreter."""
+
+    gpu: str
+    capability: str
+    hardware_class: str
+    torch: str
+    triton: str
+    cuda: str | None = None
+    python: str = ''
+    driver: str = '-'
+    multiprocessors: int | None = None
+    dispatch: bool = False
+    interpreter: bool = False
+    evidence: bool = False
+    readings: dict[str, str] = field(default_factory=dict)
+    ceilings: dict[str, float] | None = None
+    command: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        out = {'torch': self.torch, 'triton': self.triton, 'cuda': self.cuda, 'python': self.python,
+               'dispatch': self.dispatch, 'interpreter': self.interpreter, 'gpu': self.gpu,
+               'capability': self.capability}
+        if self.multiprocessors is not None:
+            out['multiprocessors'] = self.multiprocessors
+        return {**out, **self.readings, 'driver': self.driver, 'class': self.hardware_class, 'ceilings': self.ceilings,
+                'command': list(self.command), 'evidence': self.evidence}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Machine:
+        readings = {key: fields.text(key) for key in fields.data if key.endswith(_READ_AT)}
+        ceilings = fields.optional_mapping('ceilings')
+        for name, value in (ceilings or {}).items():
+            if not _is_number(value):
+                raise fields.error(f'{fields.at("ceilings")}.{name}', 'a number', value)
+        return cls(gpu=fields.text('gpu'), capability=fields.text('capability'),
+                   hardware_class=fields.text('class', '-'), torch=fields.text('torch'), triton=fields.text('triton'),
+                   cuda=fields.optional_text('cuda'), python=fields.text('python', ''), driver=fields.text('driver', '-'),
+                   multiprocessors=fields.optional_integer('multiprocessors'),
+                   dispatch=fields.flag('dispatch', False), interpreter=fields.flag('interpreter', False),
+                   evidence=fields.flag('evidence', False), readings=readings, ceilings=ceilings,
+                   command=fields.texts('command', ()))
+
+    @property
+    def name(self) -> str:
+        """The GPU as a reader compares two runs by: `NVIDIA H100 80GB HBM3 (sm_90)`, `cpu`."""
+        return f'{self.gpu} ({self.capability})' if self.capability else self.gpu
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A benchmark shape: its name and its dimensions (`{'name': 'small', 'B': 4, 'D': 8}` in JSON)."""
+
+    name: str
+    dims: dict[str, int | float | str]
+
+    def to_json(self) -> dict:
+        return {'name': self.name, **self.dims}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Shape:
+        dims = {}
+        for key, value in fields.data.items():
+            if key != 'name':
+                if not (_is_number(value) or isinstance(value, str)):
+                    raise fields.error(fields.at(key), 'a number or a string (a dimension)', value)
+                dims[key] = value
+        return cls(fields.text('name'), dims)
+
+
+def bench_row_key(op: str, mode: str, shape: Shape) -> str:
+    """What the rows of two runs are matched on: op, mode and every shape key."""
+    return f'{op}|{mode}|{json.dumps(shape.to_json(), sort_keys=True)}'
+
+
+# Throughput figures a row may carry: achieved rates and their share of the device's measured ceilings.
+THROUGHPUT = ('tbs', 'tflops', 'tbs_of_ceiling', 'tflops_of_ceiling')
+VERDICTS = ('faster', 'slower', 'same', 'noisy', 'gate-failed')
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One op x mode x shape of a bench run. `samples_ms` are one median per round of the timed side (the head in a
+    paired run); a paired row adds the base's, the ratio head/base with its 95% interval, and a verdict."""
+
+    op: str
+    mode: str
+    shape: Shape
+    samples_ms: tuple[float, ...]
+    median_ms: float = 0.0
+    eager_median_ms: float = 0.0
+    launch_overhead_ms: float = 0.0
+    timing: str = 'none'
+    throughput: dict[str, float] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    evidence: bool = False
+    base_ms: tuple[float, ...] | None = None
+    base_median_ms: float | None = None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    verdict: str | None = None
+    aa_noise: float | None = None
+
+    @property
+    def key(self) -> str:
+        return bench_row_key(self.op, self.mode, self.shape)
+
+    def to_json(self) -> dict:
+        out = {'op': self.op, 'mode': self.mode, 'shape': self.shape.to_json()}
+        if self.base_ms is None:
+            out['samples_ms'] = list(self.samples_ms)
+        out.update(median_ms=self.median_ms, eager_median_ms=self.eager_median_ms,
+                   launch_overhead_ms=self.launch_overhead_ms, timing=self.timing, **self.throughput,
+                   flags=list(self.flags), evidence=self.evidence)
+        if self.base_ms is not None:
+            out.update(base_ms=list(self.base_ms), head_ms=list(self.samples_ms), base_median_ms=self.base_median_ms,
+                       head_median_ms=self.median_ms)
+            if self.ratio is not None:
+                out.update(ratio=self.ratio, ci_low=self.ci_low, ci_high=self.ci_high)
+            if self.verdict is not None:
+                out['verdict'] = self.verdict
+            if self.aa_noise is not None:
+                out['aa_noise'] = self.aa_noise
+        return out
+
+    @classmethod
+    def from_json(cls, fields: JsonObject, paired: bool) -> BenchRow:
+        samples = fields.times('head_ms' if paired else 'samples_ms')
+        throughput = {key: fields.number(key) for key in THROUGHPUT if key in fields.data}
+        row = cls(op=fields.text('op'), mode=fields.text('mode'), shape=Shape.from_json(fields.object('shape')),
+                  samples_ms=samples, median_ms=fields.number('median_ms', 0.0),
+                  eager_median_ms=fields.number('eager_median_ms', 0.0),
+                  launch_overhead_ms=fields.number('launch_overhead_ms', 0.0), timing=fields.text('timing', 'none'),
+                  throughput=throughput, flags=fields.texts('flags', ()), evidence=fields.flag('evidence', False))
+        if not paired:
+            return row
+        return replace(row, base_ms=fields.times('base_ms'), base_median_ms=fields.number('base_median_ms', 0.0),
+                       ratio=fields.optional_number('ratio'), ci_low=fields.optional_number('ci_low'),
+                       ci_high=fields.optional_number('ci_high'), verdict=fields.choice('verdict', VERDICTS, None),
+                       aa_noise=fields.optional_number('aa_noise'))
+
+
+GATE_STATUSES = ('passed', 'failed', 'skipped')
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The correctness gate of a bench run: the ops' test files on the head, and whether the change left them and the
+    naive references alone (`frozen_ok`). `seconds` is None when the gate did not run."""
+
+    status: str
+    test_files: tuple[str, ...] = ()
+    frozen_ok: bool = True
+    partial: bool = False
+    changed_contract: tuple[str, ...] = ()
+    seconds: float | None = None
+    pytest_args: tuple[str, ...] = ()
+    reused: tuple[str, ...] = ()
+    failures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        out = {'test_files': list(self.test_files), 'frozen_ok': self.frozen_ok, 'partial': self.partial,
+               'changed_contract': list(self.changed_contract), 'status': self.status}
+        if self.seconds is not None:
+            out.update(seconds=self.seconds, pytest_args=list(self.pytest_args), reused=list(self.reused),
+                       failures=list(self.failures))
+        return out
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Gate:
+        return cls(status=fields.choice('status', GATE_STATUSES), test_files=fields.texts('test_files', ()),
+                   frozen_ok=fields.flag('frozen_ok', True), partial=fields.flag('partial', False),
+                   changed_contract=fields.texts('changed_contract', ()), seconds=fields.optional_number('seconds'),
+                   pytest_args=fields.texts('pytest_args', ()), reused=fields.texts('reused', ()),
+                   failures=fields.texts('failures', ()))
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """How a paired run's verdicts were reached: the minimum effect, the correction across rows, the runner's noise."""
+
+    min_effect: float
+    correction: str
+    runner_profile: str | None = None
+
+    def to_json(self) -> dict:
+        return {'min_effect': self.min_effect, 'correction': self.correction, 'runner_profile': self.runner_profile}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Statistics:
+        return cls(fields.number('min_effect'), fields.text('correction'), fields.optional_text('runner_profile'))
+
+
+BENCH_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """The record of `mrbot bench`: a paired run (`base` and `head`, with verdicts) or a single-ref run (`ref`), the
+    machine it ran on, one row per op x mode x shape, and the gate. `interrupted` says Ctrl-C stopped it after
+    `rounds` rounds."""
+
+    machine: Machine
+    rows: tuple[BenchRow, ...]
+    gate: Gate
+    rounds: int = 0
+    interrupted: bool = False
+    dtypes: dict[str, dict[str, str]] = field(default_factory=dict)
+    ref: Revision | None = None
+    base: Revision | None = None
+    head: Revision | None = None
+    statistics: Statistics | None = None
+    ncu: dict | None = None
+
+    @property
+    def paired(self) -> bool:
+        return self.base is not None
+
+    def to_json(self) -> dict:
+        out = {'schema': BENCH_SCHEMA, 'machine': self.machine.to_json(), 'rounds': self.rounds,
+               'interrupted': self.interrupted, 'dtypes': self.dtypes}
+        if self.paired:
+            out.update(base=self.base.to_json(), head=self.head.to_json())
+            if self.statistics is not None:
+                out['statistics'] = self.statistics.to_json()
+        else:
+            out['ref'] = self.ref.to_json()
+        out['gate'] = self.gate.to_json()
+        if self.ncu is not None:
+            out['ncu'] = self.ncu
+        out['rows'] = [row.to_json() for row in self.rows]
+        return out
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> BenchRun:
+        schema = fields.integer('schema')
+        if schema != BENCH_SCHEMA:
+            raise fields.error(fields.at('schema'), f'{BENCH_SCHEMA} (a record of this mrbot bench)', schema)
+        paired = 'base' in fields.data
+        dtypes = fields.mapping('dtypes', {})
+        for op, inputs in dtypes.items():
+            if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+                raise fields.error(f"{fields.at('dtypes')}.{op}", 'an object of input name to dtype', inputs)
+        statistics = fields.optional_object('statistics')
+        return cls(machine=Machine.from_json(fields.object('machine')),
+                   rows=tuple(BenchRow.from_json(row, paired) for row in fields.objects('rows')),
+                   gate=Gate.from_json(fields.object('gate')) if 'gate' in fields.data else Gate('skipped'),
+                   rounds=fields.integer('rounds', 0), interrupted=fields.flag('interrupted', False), dtypes=dtypes,
+                   ref=None if paired else Revision.from_json(fields.object('ref')),
+                   base=Revision.from_json(fields.object('base')) if paired else None,
+                   head=Revision.from_json(fields.object('head')) if paired else None,
+                   statistics=None if statistics is None else Statistics.from_json(statistics),
+                   ncu=fields.optional_mapping('ncu'))
+
+    @classmethod
+    def load(cls, path: Path) -> BenchRun:
+        return cls.from_json(JsonObject.load(path, 'a bench record of mrbot bench --json'))

@@ -19,14 +19,16 @@ import textwrap
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot import git
+from mrbot.progress import Progress, say
 from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun
 from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
+from mrbot.stack import require_kernel_stack
 from mrbot.workspace import Workspace
 
 # The value of FLA_DISABLE_BACKEND_DISPATCH for each dispatch mode; None leaves the inherited environment alone.
@@ -70,6 +72,60 @@ class _Process:
     returncode: int | None
     cases: tuple[_Case, ...] | None
     tail: str
+
+
+# How a file's note starts when an interrupt cut it short or kept it from starting.
+INTERRUPTED = 'interrupted'
+
+
+class _Stopped(Exception):
+    """An interrupt stopped a pytest process, or kept one from starting; `process` is what it left, if it ran."""
+
+    def __init__(self, process: _Process | None) -> None:
+        super().__init__('stopped by an interrupt')
+        self.process = process
+
+
+class TestsInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a test run: `files` are every file's outcome in input order, those it cut short or
+    never started with a note saying so. Every pytest process it started has ended."""
+
+    def __init__(self, files: list[FileRun]) -> None:
+        super().__init__(finished_files(files))
+        self.files = files
+
+
+def finished_files(files: list[FileRun]) -> str:
+    """How many of the files of an interrupted run finished: `2 of 5 test files finished`."""
+    return f"{sum(not f.note.startswith(INTERRUPTED) for f in files)} of {plural(len(files), 'test file')} finished"
+
+
+class _Children:
+    """The pytest processes of one `execute`, so that an interrupt can stop them all and start no more."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self.stopping = threading.Event()
+
+    def start(self, command: list[str], **options: object) -> subprocess.Popen:
+        with self._lock:
+            if self.stopping.is_set():
+                raise _Stopped(None)
+            # A session of its own, so that a timeout or an interrupt can stop every process the tests started.
+            process = subprocess.Popen(command, start_new_session=True, **options)
+            self._running.add(process)
+            return process
+
+    def forget(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.discard(process)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self.stopping.set()
+            running = list(self._running)
+        _stop(running)
 
 
 def _gpu() -> tuple[str, tuple[int, int]] | None:
@@ -165,15 +221,16 @@ def _read_cases(xml: Path, file: str) -> tuple[_Case, ...] | None:
     return tuple(cases)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Interrupt the process group so pytest writes its results and where it hung, then kill whatever is left of it."""
+def _stop(processes: list[subprocess.Popen]) -> None:
+    """Interrupt each process group so pytest writes its results and where it hung, then kill whatever is left."""
     for sig in (signal.SIGINT, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=_INTERRUPT_GRACE)
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+        deadline = time.monotonic() + _INTERRUPT_GRACE
+        for process in processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _last_lines(text: str) -> str:
@@ -181,21 +238,26 @@ def _last_lines(text: str) -> str:
     return '\n'.join(lines[-_MESSAGE_LINES:])
 
 
-def _run_pytest(command: list[str], file: str, root: Path, env: dict[str, str], timeout: float) -> _Process:
+def _run_pytest(command: list[str], file: str, root: Path, env: dict[str, str], timeout: float,
+                children: _Children) -> _Process:
+    """One pytest process to its end; raises _Stopped with what it left when an interrupt stopped it."""
     with tempfile.TemporaryDirectory(prefix='mrbot-test-') as scratch:
         xml = Path(scratch) / 'results.xml'
         log = Path(scratch) / 'output.log'
         with log.open('wb') as output:
-            # A session of its own, so that a timeout can stop every process the tests started.
-            process = subprocess.Popen([*command, f'--junitxml={xml}', '-o', 'junit_family=xunit2'], cwd=root, env=env,
-                                       stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = children.start([*command, f'--junitxml={xml}', '-o', 'junit_family=xunit2'], cwd=root, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
             try:
                 returncode = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _stop(process)
+                _stop([process])
                 returncode = None
-        return _Process(returncode, _read_cases(xml, file), _last_lines(log.read_text(errors='replace')))
+            finally:
+                children.forget(process)
+        result = _Process(returncode, _read_cases(xml, file), _last_lines(log.read_text(errors='replace')))
+    if children.stopping.is_set():
+        raise _Stopped(result)
+    return result
 
 
 def _exit_description(returncode: int) -> str:
@@ -221,10 +283,10 @@ def _count(cases: tuple[_Case, ...], outcome: str) -> int:
     return sum(c.outcome == outcome for c in cases)
 
 
-def _retry(failures: list[TestFailure], file: str, root: Path, env: dict[str, str],
-           timeout: float) -> tuple[list[TestFailure], int, str]:
+def _retry(failures: list[TestFailure], file: str, root: Path, env: dict[str, str], timeout: float,
+           children: _Children) -> tuple[list[TestFailure], int, str]:
     """Run the failed tests once more in one fresh process: those that failed again, how many passed, and a note."""
-    retry = _run_pytest(_pytest_command([f.test for f in failures]), file, root, env, timeout)
+    retry = _run_pytest(_pytest_command([f.test for f in failures]), file, root, env, timeout, children)
     retried = {c.test: c for c in retry.cases or ()}
     still_failing = []
     for failure in failures:
@@ -248,7 +310,7 @@ class _AfterCrashes:
 
 
 def _restart_after_crashes(first: _Process, file: str, root: Path, env: dict[str, str], timeout: float,
-                           pytest_args: tuple[str, ...]) -> _AfterCrashes:
+                           pytest_args: tuple[str, ...], children: _Children) -> _AfterCrashes:
     """The first test to report a sticky device error is named as crashed (CUDA reports errors late, so the kernel at
     fault may be an earlier test's); those after it in the same process run again in a fresh one, and so on until a
     process ends without such an error or `_MAX_RESTARTS` tests have crashed."""
@@ -269,19 +331,45 @@ def _restart_after_crashes(first: _Process, file: str, root: Path, env: dict[str
         remaining = [case.test for case in cases[cause + 1:]]
         cases = []
         if remaining:
-            process = _run_pytest(_pytest_command([*remaining, *pytest_args]), file, root, env, timeout)
+            process = _run_pytest(_pytest_command([*remaining, *pytest_args]), file, root, env, timeout, children)
             cases = list(process.cases or ())
     results = tuple(kept + cases)
     restarted = _count(results[before_first_crash:], 'passed') if crashed else 0
     return _AfterCrashes(results, tuple(crashed), restarted, process)
 
 
+def _not_started(file: str, command: list[str], dispatch: str) -> FileRun:
+    return FileRun(file, tuple(command), dispatch, 0.0, 0, 0, 0, 0, note=f'{INTERRUPTED} before it started')
+
+
+def _cut_short(file: str, command: list[str], dispatch: str, start: float, cases: tuple[_Case, ...]) -> FileRun:
+    """A file an interrupt stopped: the tests that ran before it, as they ran the first time."""
+    failures = tuple(TestFailure(c.test, c.message) for c in cases if c.outcome == 'failed')
+    return FileRun(file=file, command=tuple(command), dispatch=dispatch, duration=time.monotonic() - start,
+                   passed=_count(cases, 'passed'), failed=len(failures), skipped=_count(cases, 'skipped'), flaky=0,
+                   failures=failures, note=f"{INTERRUPTED}: {plural(len(cases), 'test')} ran before it stopped")
+
+
 def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispatch: str,
-              pytest_args: tuple[str, ...]) -> FileRun:
+              pytest_args: tuple[str, ...], children: _Children) -> FileRun:
     start = time.monotonic()
     command = _pytest_command([file, *pytest_args])
-    first = _run_pytest(command, file, root, env, timeout)
-    after = _restart_after_crashes(first, file, root, env, timeout, pytest_args)
+    try:
+        first = _run_pytest(command, file, root, env, timeout, children)
+    except _Stopped as stopped:
+        if stopped.process is None:
+            return _not_started(file, command, dispatch)
+        return _cut_short(file, command, dispatch, start, stopped.process.cases or ())
+    try:
+        return _finish_file(first, file, command, start, root, env, timeout, dispatch, pytest_args, children)
+    except _Stopped:
+        return _cut_short(file, command, dispatch, start, first.cases or ())
+
+
+def _finish_file(first: _Process, file: str, command: list[str], start: float, root: Path, env: dict[str, str],
+                 timeout: float, dispatch: str, pytest_args: tuple[str, ...], children: _Children) -> FileRun:
+    """A file's outcome from its first process, after the reruns its crashes and failures need."""
+    after = _restart_after_crashes(first, file, root, env, timeout, pytest_args, children)
     cases = after.cases
     failures = [TestFailure(c.test, c.message) for c in cases if c.outcome == 'failed']
     flaky, note = 0, ''
@@ -293,7 +381,7 @@ def _run_file(file: str, root: Path, env: dict[str, str], timeout: float, dispat
         if after.last.returncode is None or not failures:
             failures.append(TestFailure(file, after.last.tail or 'no output'))
     elif failures:
-        failures, flaky, note = _retry(failures, file, root, env, timeout)
+        failures, flaky, note = _retry(failures, file, root, env, timeout, children)
     if after.crashed:
         restarts = f'{plural(len(after.crashed), "sticky device error")}; the tests after each ran again in a fresh ' \
                    f'process: {after.restarted} passed after restart'
@@ -313,23 +401,68 @@ def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: s
     `interpret` None means: under the Triton interpreter exactly when torch sees no CUDA GPU. `progress` is called
     with each finished file, how many are done and how many there are, one call at a time.
     """
+    require_kernel_stack('running the tests')
     if interpret is None:
         interpret = _gpu() is None
     env = {**_environment(dispatch, interpret), **(environment or {})}
     lock = threading.Lock()
     done = 0
+    children = _Children()
 
     def run_one(file: str) -> FileRun:
         nonlocal done
-        file_run = _run_file(file, root, env, timeout, dispatch, pytest_args)
+        file_run = _run_file(file, root, env, timeout, dispatch, pytest_args, children)
         with lock:
             done += 1
             if progress is not None:
                 progress(file_run, done, len(tests))
         return file_run
 
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tests) or 1))) as pool:
-        return list(pool.map(run_one, tests))
+    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tests) or 1)))
+    futures = [pool.submit(run_one, file) for file in tests]
+    try:
+        return [future.result() for future in futures]
+    except KeyboardInterrupt:
+        with _uninterrupted():
+            for future in futures:
+                future.cancel()
+            children.stop_all()
+            pool.shutdown(wait=True)
+        files = [_not_started(file, _pytest_command([file, *pytest_args]), dispatch) if future.cancelled()
+                 else future.result() for file, future in zip(tests, futures, strict=True)]
+        raise TestsInterrupted(files) from None
+    finally:
+        pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the children of an interrupted run stop (seconds at most), so that a second
+    one cannot leave them running; a no-op outside the main thread, where Python sets no signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def execute_with_progress(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: str = 'default', *,
+                          quiet: bool = False, title: str = 'tests', **options: object) -> list[FileRun]:
+    """`execute` with its progress on stderr (see mrbot.progress): each finished file with its counts, and the totals
+    so far; `options` are `execute`'s."""
+    totals = {'passed': 0, 'failed': 0}
+    with Progress(title, len(tests), quiet) as progress:
+        def finished(file_run: FileRun, done: int, total: int) -> None:
+            totals['passed'] += file_run.passed
+            totals['failed'] += file_run.failed
+            progress.finished(_progress_line(file_run, done, total),
+                              f"{totals['passed']} passed, {totals['failed']} failed")
+
+        return execute(tests, root, jobs, timeout, dispatch, progress=finished, **options)
 
 
 def plural(count: int, word: str) -> str:
@@ -401,37 +534,101 @@ def shell_command(file_run: FileRun, device: str) -> str:
     return shlex.join(command) if not variables else f"{' '.join(variables)} {shlex.join(command)}"
 
 
-def _print_progress(file_run: FileRun, done: int, total: int) -> None:
+def _progress_line(file_run: FileRun, done: int, total: int) -> str:
     crashes = f', {len(file_run.crashed)} crashed' if file_run.crashed else ''
     counts = f'{file_run.passed} passed, {file_run.failed} failed{crashes}, {file_run.flaky} flaky'
     note = f' ({file_run.note})' if file_run.note else ''
-    print(f'[{done}/{total}] {file_run.file} [{file_run.dispatch}] {counts} in {file_run.duration:.1f} s{note}', flush=True)
+    return f'[{done}/{total}] {file_run.file} [{file_run.dispatch}] {counts} in {file_run.duration:.1f} s{note}'
+
+
+def writable_file(path: str, flag: str) -> Path:
+    """The file named by `flag path` (`--json run.json`), checked before any work: a file, not a folder, in an
+    existing folder this user may write to, so that the work is never lost to a bad path at its end."""
+    target = Path(path)
+    if target.is_dir():
+        raise MrbotError(f'{flag} {path}: a folder; expected the name of a file to write')
+    folder = target.parent
+    if not folder.is_dir():
+        raise MrbotError(f'{flag} {path}: no folder {folder}; expected a file in an existing folder')
+    if not os.access(folder, os.W_OK | os.X_OK) or target.exists() and not os.access(target, os.W_OK):
+        raise MrbotError(f'{flag} {path}: not writable by this user; expected a file it may write')
+    return target
+
+
+def write_record(target: Path, record: dict, flag: str) -> None:
+    """Write a finished run's JSON record where `flag` said; should that fail after all, print it on stdout rather
+    than lose it, and say so."""
+    text = json.dumps(record, indent=2) + '\n'
+    try:
+        target.write_text(text, encoding='utf-8')
+    except OSError as error:
+        print(text, end='', flush=True)
+        raise MrbotError(f'{flag} {target}: cannot write it ({error.strerror or error}); the record is printed above on '
+                         'stdout instead') from None
+
+
+def check_timeout(seconds: float, flag: str) -> None:
+    """A per-file time limit must leave the tests some time: 0 or less would fail every file unrun."""
+    if not seconds > 0:
+        raise MrbotError(f'{flag} must be above 0 seconds per test file, got {seconds:g}')
+
+
+def _check_paths(paths: list[str], root: Path) -> None:
+    """Each path given exists, or is a file deleted since the last commit (which still names what imported it)."""
+    missing = [path for path in paths if not (Path.cwd() / path).exists()]
+    if not missing:
+        return
+    deleted = set(git.changed_paths(root, 'HEAD', None))
+    for path in missing:
+        target = (Path.cwd() / path).resolve()
+        if not target.is_relative_to(root.resolve()) or target.relative_to(root.resolve()).as_posix() not in deleted:
+            raise MrbotError(f'{path}: no such file or folder; expected files or folders of this repository, or files '
+                             'deleted since the last commit')
 
 
 def run(args: argparse.Namespace) -> int:
     """`mrbot test`: select the tests a change needs, then run them file by file, or only list them with --list."""
+    check_timeout(args.timeout, '--timeout')
+    if args.jobs < 0:
+        raise MrbotError(f'--jobs must be 0 (one per CPU, or 1 on a GPU) or more, got {args.jobs}')
+    output = writable_file(args.json, '--json') if args.json else None
     workspace = Workspace.load(git.repo_root(Path.cwd()))
     root = workspace.root
+    _check_paths(args.paths, root)
     selection = _selection(args, workspace)
     if args.list:
-        print(format_selection(selection, args.format), end='')
+        listed = format_selection(selection, args.format)
+        print(listed if args.format == 'json' else git.printable(listed), end='')
         return 0
     targets, smoke = test_targets(selection, workspace)
     if smoke:
-        print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({len(targets)} targets)')
+        print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({plural(len(targets), "target")})')
     if not targets:
-        print(f'no test to run: none of the {len(selection.changed)} changed files is Python that a test imports')
+        changed = len(selection.changed)
+        print('no test to run: ' + ('the changed file is not' if changed == 1 else f'none of the {changed} changed files is')
+              + ' Python that a test imports')
         return 0
     device = device_label()
     jobs = args.jobs or (1 if device.startswith('compiled') else os.cpu_count() or 1)
     modes = ['off', 'on'] if args.dispatch == 'both' else [args.dispatch]
-    print(f'running {len(targets)} test targets x {len(modes)} dispatch mode(s), {jobs} at a time ({device})', flush=True)
-    files = [file_run for mode in modes for file_run in execute(
-        targets, root, jobs, args.timeout, mode, interpret=not device.startswith('compiled'), progress=_print_progress)]
+    say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time "
+        f'({device})', args.quiet)
+    files: list[FileRun] = []
+    try:
+        for mode in modes:
+            files += execute_with_progress(targets, root, jobs, args.timeout, mode, quiet=args.quiet,
+                                           title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'))
+    except TestsInterrupted as stopped:
+        files += stopped.files
+        test_run = TestRun(device, tuple(files), selection, smoke)
+        print(git.printable(format_run(test_run)), end='')
+        if output is not None:
+            write_record(output, test_run.to_json(), '--json')
+        raise KeyboardInterrupt(finished_files(files) + (f'; their results are in {output}' if output else '')) from None
     test_run = TestRun(device, tuple(files), selection, smoke)
-    print(format_run(test_run), end='')
-    if args.json:
-        Path(args.json).write_text(json.dumps(test_run.to_json(), indent=2) + '\n')
+    print(git.printable(format_run(test_run)), end='')
+    if output is not None:
+        write_record(output, test_run.to_json(), '--json')
     return 0 if test_run.ok else 1
 
 
@@ -446,3 +643,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dispatch', choices=['off', 'on', 'both', 'default'], default='off',
                         help='backend dispatch during the run: off (the Triton gate, default), on, both, default (env)')
     parser.add_argument('--json', help='write the TestRun evidence record to this file')
+    parser.add_argument('-q', '--quiet', action='store_true', help='no progress on stderr, only the results')

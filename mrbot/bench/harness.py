@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -40,13 +42,21 @@ class Side:
         return answer
 
     def close(self) -> None:
+        """Ask the worker to exit, as after a finished run; kill it when it does not."""
         if self.process.poll() is None:
             try:
                 self.process.stdin.write(json.dumps({'cmd': 'exit'}) + '\n')
                 self.process.stdin.flush()
                 self.process.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
+                self.kill()
+
+    def kill(self) -> None:
+        """Stop the worker and every process it started at once, as after an interrupt: what it was timing is dropped,
+        so it need not finish."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
 
 def start_side(name: str, tree: Path, state: Path, environment: dict[str, str]) -> Side:
@@ -55,15 +65,18 @@ def start_side(name: str, tree: Path, state: Path, environment: dict[str, str]) 
     env = {**os.environ, **environment, 'TRITON_CACHE_DIR': str(state / 'triton-cache'),
            'PYTHONPATH': os.pathsep.join([str(tree), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
     log = state / 'worker.log'
-    process = subprocess.Popen([sys.executable, str(WORKER), str(tree)], cwd=tree, env=env, text=True,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open('w'))
+    with log.open('w') as errors:
+        # a session of its own: Ctrl-C reaches mrbot alone, which keeps the finished rounds and then stops the worker
+        process = subprocess.Popen([sys.executable, str(WORKER), str(tree)], cwd=tree, env=env, text=True,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
     return Side(name, tree, process, log)
 
 
 def interleave(sides: list[Side], rounds: int, progress: Callable[[int, int], None] | None = None) -> int:
     """Time every row on every side for `rounds` rounds, alternating the order (AB, BA, AB, ...).
 
-    Returns how many rounds finished; Ctrl-C stops after the round in progress is dropped, keeping the finished ones.
+    Returns how many rounds finished; Ctrl-C or SIGTERM drops the round in progress and keeps the finished ones (the
+    workers are then mid-round: `Side.kill` them).
     """
     finished = 0
     try:

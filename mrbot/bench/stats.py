@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from mrbot.records import MrbotError
+from mrbot.words import plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -144,7 +145,8 @@ def compare_rows(rows: Sequence[tuple[Sequence[float], Sequence[float]]], min_ef
     """
     effects = [min_effect] * len(rows) if isinstance(min_effect, (int, float)) else list(min_effect)
     if len(effects) != len(rows):
-        raise ValueError(f'{len(rows)} rows but {len(effects)} minimum effects: give one for all rows or one per row')
+        raise ValueError(f"{plural(len(rows), 'row')} but {plural(len(effects), 'minimum effect')}: give one for all rows "
+                         'or one per row')
     comparisons = [compare(base, head, effect, confidence, resamples, seed)
                    for (base, head), effect in zip(rows, effects, strict=True)]
     alpha = 1 - confidence
@@ -230,7 +232,8 @@ def _holm_rejections(p_values: list[float], alpha: float) -> set[int]:
 
 def _paired(base: Sequence[float], head: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     if len(base) != len(head):
-        raise ValueError(f'base has {len(base)} rounds but head has {len(head)}: the sides must be paired round by round')
+        raise ValueError(f"base has {plural(len(base), 'round')} but head has {len(head)}: the sides must be paired "
+                         'round by round')
     return _positive(base, 'base'), _positive(head, 'head')
 
 

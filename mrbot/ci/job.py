@@ -14,7 +14,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.ci.artifacts import write_artifact
 from mrbot.config import Config
-from mrbot.records import MrbotError, TestRun
+from mrbot.records import BENCH_MODES, BenchRequest, MrbotError, TestRun
 from mrbot.render import render
 from mrbot.selection import select_change
 from mrbot.stack import require_kernel_stack
@@ -36,9 +36,10 @@ def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[dict, st
     argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
-    record = bench_command.measure(bench_command.arguments([*argv, '--base', base, '--rounds', str(args['rounds'])]),
-                                   workspace)
-    return record, ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+    request = BenchRequest(ops=tuple(args['ops']), from_diff=not args['ops'], base=base, rounds=args['rounds'],
+                           modes=tuple(args['modes']) or BENCH_MODES, shapes=tuple(args['shapes']),
+                           command=('mrbot', 'bench', *argv, '--base', base, '--rounds', str(args['rounds'])))
+    return bench_command.measure(request, workspace).to_json(), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
 def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:

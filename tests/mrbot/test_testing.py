@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -426,7 +429,7 @@ def test_a_change_no_test_reaches_runs_the_smoke_set(repo, monkeypatch, capsys):
     repo.commit(PACKAGE)
     code, out = _mrbot_test(repo, monkeypatch, capsys, 'pkg/orphan.py')
     assert code == 0
-    assert 'no test reaches pkg/orphan.py; running the smoke set (1 targets)' in out
+    assert 'no test reaches pkg/orphan.py; running the smoke set (1 target)' in out
     assert 'tests/test_smoke.py' in out and '1 passed' in out
 
 
@@ -434,4 +437,98 @@ def test_a_change_without_python_runs_nothing(repo, monkeypatch, capsys):
     repo.commit(PACKAGE)
     code, out = _mrbot_test(repo, monkeypatch, capsys, 'docs/a.md')
     assert code == 0
-    assert out == 'no test to run: none of the 1 changed files is Python that a test imports\n'
+    assert out == 'no test to run: the changed file is not Python that a test imports\n'
+
+
+def test_progress_is_on_stderr_a_line_per_file_and_nothing_under_quiet(repo, monkeypatch, capsys):
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': 'def double(x):\n    return 3 * x\n'})
+    code, out = _mrbot_test(repo, monkeypatch, capsys, '-j', '1')
+    assert code == 1 and not any(line.startswith('[1/1]') for line in out.splitlines())
+    assert main_err(repo, monkeypatch, capsys, '-j', '1') == [
+        'running 1 test target x 1 dispatch mode, 1 at a time (Triton interpreter (CPU))',
+        '[1/1] tests/test_calc.py [off] 0 passed, 1 failed, 0 flaky']
+    assert main_err(repo, monkeypatch, capsys, '-j', '1', '-q') == []
+
+
+def main_err(repo, monkeypatch, capsys, *argv) -> list[str]:
+    """The stderr lines of `mrbot test ARGV`, each cut before its duration."""
+    from mrbot.cli import main
+
+    monkeypatch.chdir(repo.root)
+    main(['test', *argv])
+    return [line.partition(' in ')[0] for line in capsys.readouterr().err.splitlines()]
+
+
+@pytest.mark.parametrize(('argv', 'message'), [
+    (['--timeout', '0'], '--timeout must be above 0 seconds per test file, got 0'),
+    (['--timeout', '-1'], '--timeout must be above 0 seconds per test file, got -1'),
+    (['-j', '-1'], '--jobs must be 0 (one per CPU, or 1 on a GPU) or more, got -1'),
+    (['does/not/exist.py'], 'does/not/exist.py: no such file or folder; expected files or folders of this repository, '
+                            'or files deleted since the last commit'),
+    (['--json', '/nonexistent/x.json'], '--json /nonexistent/x.json: no folder /nonexistent; expected a file in an '
+                                        'existing folder'),
+])
+def test_bad_arguments_are_refused_before_any_test_runs(repo, monkeypatch, capsys, argv, message):
+    from mrbot.cli import main
+
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': 'def double(x):\n    return 3 * x\n'})
+    monkeypatch.chdir(repo.root)
+    assert main(['test', *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f'mrbot test: error: {message}\n' and captured.out == ''
+
+
+def test_a_file_deleted_since_the_last_commit_still_selects_its_tests(repo, monkeypatch, capsys):
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': None})
+    code, out = _mrbot_test(repo, monkeypatch, capsys, 'pkg/calc.py', '-j', '1')
+    assert code == 1 and 'FAILED tests/test_calc.py' in out
+
+
+SLOW = '''import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pkg.calc import double
+
+STUBBORN = 'import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)'
+
+
+def test_first():
+    assert double(1) == 2
+
+
+def test_sleeps():
+    child = subprocess.Popen([sys.executable, '-c', STUBBORN])
+    Path(__file__).with_name('pids').write_text(f'{child.pid} {__import__("os").getpid()}')
+    time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_keeps_the_finished_files_stops_every_process_and_removes_its_folders(repo, tmp_path_factory,
+                                                                                          signum):
+    repo.commit({**PACKAGE, 'tests/test_slow.py': SLOW, 'tests/test_zlast.py': PACKAGE['tests/test_calc.py']})
+    scratch, out = tmp_path_factory.mktemp('tmp'), tmp_path_factory.mktemp('out') / 'run.json'
+    process = subprocess.Popen([sys.executable, '-m', 'mrbot.cli', 'test', 'pkg/calc.py', '-j', '1', '--json', str(out)],
+                               cwd=repo.root, env={**os.environ, 'TMPDIR': str(scratch)}, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pids = repo.root / 'tests' / 'pids'
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1].startswith('mrbot test: interrupted') and 'Traceback' not in stderr
+    assert [pid for pid in map(int, pids.read_text().split()) if _alive(pid)] == []
+    assert [p.name for p in scratch.iterdir() if p.name.startswith('mrbot-test-')] == []
+    files = {f['file']: f for f in json.loads(out.read_text())['files']}
+    assert (files['tests/test_calc.py']['passed'], files['tests/test_calc.py']['note']) == (1, '')
+    assert (files['tests/test_slow.py']['passed'], files['tests/test_slow.py']['note']) == (
+        1, 'interrupted: 1 test ran before it stopped')
+    assert files['tests/test_zlast.py']['note'] == 'interrupted before it started'
+    assert 'tests/test_slow.py: interrupted: 1 test ran before it stopped' in stdout

@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -156,7 +158,8 @@ def test_compare_matches_rows_of_two_single_ref_runs(repo, monkeypatch, capsys, 
     (['--from-diff'], '--from-diff needs --base REF to know the change'),
     (['--shapes', 'huge'], '--shapes huge: no chosen op has it'),
     (['compare', 'a.json'], 'usage: mrbot bench compare BASE.json HEAD.json'),
-    (['compare', 'missing.json', 'other.json'], 'missing.json: cannot read a bench record'),
+    (['compare', 'missing.json', 'other.json'], 'missing.json: cannot read it (No such file or directory); expected a '
+                                                'bench record of mrbot bench --json'),
     (['frobnicate'], "unknown bench action 'frobnicate'"),
 ])
 def test_bad_requests_are_one_line_errors(repo, monkeypatch, capsys, argv, message):
@@ -220,3 +223,108 @@ def test_ncu_missing_is_recorded_not_fatal(repo, monkeypatch, capsys, out_dir):
     code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, '--shapes', 'small', '--modes', 'fwd', '--no-gate',
                              '--ncu', 'scaled')
     assert code == 0 and record['ncu'] == {'status': 'ncu not available on this machine'}
+
+
+@pytest.mark.parametrize(('argv', 'message'), [
+    (['--rounds', '0'], '--rounds must be at least 1, got 0'),
+    ([*PAIRED, '--rounds', '2'], '--rounds must be at least 3 with --base or --aa (a confidence interval needs them), got 2'),
+    (['--min-effect', '-0.1'], '--min-effect must be at least 0 and below 1 (a share of the time), got -0.1'),
+    (['--gate-timeout', '0'], '--gate-timeout must be above 0 seconds, got 0'),
+    (['--json', '/nonexistent/x.json'], '--json /nonexistent/x.json: no folder /nonexistent; expected a file in an '
+                                        'existing folder'),
+    (['--json', '.'], '--json .: a folder; expected the name of a file to write'),
+    (['compare', 'a.json', 'b.json', '--min-effect', '2'], '--min-effect must be at least 0 and below 1'),
+])
+def test_bad_flags_are_refused_before_any_work(repo, monkeypatch, capsys, argv, message):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['bench', *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f'mrbot bench: error: {message}') and captured.err.count('\n') == 1
+    assert captured.out == ''
+    # no gate ran, no worker started
+    assert not (repo.root / '.mrbot' / 'bench').exists()
+
+
+def test_a_record_that_cannot_be_written_at_the_end_is_printed_instead(repo, monkeypatch, capsys):
+    """The folder was there when the run began and is gone when it ends."""
+    import mrbot.bench.command
+
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    monkeypatch.setattr(mrbot.bench.command, 'writable_file', lambda path, flag: Path(path))
+    assert main(['bench', '--rounds', '1', '--shapes', 'small', '--modes', 'fwd', '--no-gate', '--json',
+                 '/nonexistent/x.json']) == 2
+    captured = capsys.readouterr()
+    table, _, record = captured.out.partition('{')
+    assert table.startswith('op ') and json.loads('{' + record)['rows'][0]['op'] == 'scaled_sum'
+    assert captured.err.splitlines()[-1] == ('mrbot bench: error: --json /nonexistent/x.json: cannot write it (No such '
+                                             'file or directory); the record is printed above on stdout instead')
+
+
+def test_progress_is_a_line_per_round_on_stderr_and_nothing_under_quiet(repo, monkeypatch, capsys):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate'])
+    err = capsys.readouterr().err
+    assert err.splitlines() == ['setting up 1 row x 1 side (Triton interpreter (CPU)): compiling and autotuning',
+                                'round 1/2 done (1 row x 1 side)', 'round 2/2 done (1 row x 1 side)']
+    main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate', '-q'])
+    captured = capsys.readouterr()
+    assert captured.err == '' and captured.out.startswith('op ')
+
+
+def _workers_of(tree: Path) -> list[int]:
+    """The bench workers still running on `tree`."""
+    found = []
+    for entry in Path('/proc').iterdir():
+        try:
+            command = (entry / 'cmdline').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if any(part.endswith(b'bench/worker.py') for part in command) and str(tree).encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_keeps_the_finished_rounds_and_stops_the_workers(repo, out_dir, signum):
+    repo.commit(_files(delay=0.2))
+    record = out_dir / 'record.json'
+    process = subprocess.Popen([sys.executable, '-m', 'mrbot.cli', 'bench', '--rounds', '50', '--shapes', 'small',
+                                '--no-gate', '--json', str(record)], cwd=repo.root, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.startswith('round 1/50 done'):
+            break
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, ''.join(seen) + err
+    assert err.splitlines()[-1].startswith('mrbot bench: interrupted')
+    assert 'Traceback' not in err
+    saved = json.loads(record.read_text())
+    assert saved['interrupted'] is True and saved['rounds'] >= 1
+    assert all(len(row['samples_ms']) == saved['rounds'] for row in saved['rows'])
+    assert f"{saved['rounds']} rounds (interrupted)" in out or '1 round (interrupted)' in out
+    assert _workers_of(repo.root) == []
+
+
+def test_a_compiled_run_judges_rows_and_rates_them_against_the_ceilings(repo, monkeypatch, capsys, out_dir):
+    """The GPU path, with a stand-in device label: the worker still runs on the CPU, the ceilings come from the cache."""
+    import mrbot.bench.command
+    from mrbot.bench.machine import store_ceilings
+    from mrbot.config import state_dir
+
+    repo.commit(_files())
+    repo.write({'pkg/op.py': OP.replace('DELAY', '0.02')})
+    monkeypatch.setattr(mrbot.bench.command, 'device_label', lambda: 'compiled on a stand-in (sm_90)')
+    store_ceilings(state_dir(repo.root), 'cpu', {'copy_tbs': 2.0, 'bf16_tflops': 500.0})
+    code, record, out = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    row = record['rows'][0]
+    assert code == 0 and record['machine']['evidence'] is True
+    assert record['machine']['ceilings'] == {'copy_tbs': 2.0, 'bf16_tflops': 500.0}
+    assert row['verdict'] == 'slower' and row['flags'] == ['eager timing: no CUDA device']
+    assert abs(row['tbs_of_ceiling'] - row['tbs'] / 2.0) < 1e-3
+    assert 'slower' in out.splitlines()[1]
