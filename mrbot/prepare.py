@@ -22,22 +22,36 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mrbot import coverage, evidence, git
-from mrbot.bench import command as bench_command
+from mrbot import coverage, git
+from mrbot.bench.command import BenchInterrupted, format_table, measure
 from mrbot.bench.specs import touched_ops
 from mrbot.check import evaluate
 from mrbot.config import Config, state_dir
 from mrbot.coverage import read_observations
-from mrbot.evidence import Step
-from mrbot.records import ChangedFile, ChangeSet, MrbotError, TestRun
-from mrbot.render import render
+from mrbot.evidence import Evidence, Step, checklist, conclusion
+from mrbot.progress import say
+from mrbot.records import PAIRED_MIN_ROUNDS, BenchRequest, ChangedFile, ChangeSet, FileRun, MrbotError, TestRun
+from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import breaking_changes, exported, reached_ops
 from mrbot.summary import area, choose_title, line_counts, test_changes
-from mrbot.testing import device_label, execute, plural, shell_command, test_targets, xdist_args
+from mrbot.testing import (
+    TestsInterrupted,
+    check_timeout,
+    device_label,
+    execute_with_progress,
+    plural,
+    shell_command,
+    test_targets,
+    xdist_args,
+)
 from mrbot.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mrbot.forges import Forge
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
@@ -83,18 +97,32 @@ def _coverage_environment(root: Path, callables: dict[str, str], folder: Path) -
             coverage.DIR_VARIABLE: str(folder)}
 
 
+class PrepareInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped `mrbot prepare`: `record` holds the finished steps, what the interrupted one had
+    finished (tests, rounds) and that step as interrupted; every process the steps started has ended."""
+
+    def __init__(self, record: Evidence) -> None:
+        stopped = record.steps[-1]
+        super().__init__(f'{stopped.name}: {stopped.detail}' if stopped.detail else stopped.name)
+        self.record = record
+
+
 class _Steps:
     """Runs the steps in order, times them, shows progress, and keeps a step's failure from losing the others."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, quiet: bool) -> None:
         self.done: list[Step] = []
         self.total = total
+        self.quiet = quiet
 
     def run(self, name: str, action: Callable[[], Step]) -> Step:
-        print(f'[{len(self.done) + 1}/{self.total}] {name} ...', file=sys.stderr, flush=True)
+        say(f'[{len(self.done) + 1}/{self.total}] {name} ...', self.quiet)
         start = time.monotonic()
         try:
             step = action()
+        except KeyboardInterrupt as error:
+            self.done.append(Step(name, 'interrupted', time.monotonic() - start, str(error) or 'stopped before it ended'))
+            raise
         except MrbotError as error:
             step = Step(name, 'error', detail=str(error))
         except Exception as error:  # a bug in one step must not cost the evidence of the others
@@ -102,15 +130,14 @@ class _Steps:
             step = Step(name, 'error', detail=f'{type(error).__name__}: {error}')
         step = dataclasses.replace(step, seconds=time.monotonic() - start)
         shown = f' ({step.detail})' if step.detail else ''
-        print(f'[{len(self.done) + 1}/{self.total}] {name}: {step.status} in {step.seconds:.1f} s{shown}', file=sys.stderr,
-              flush=True)
+        say(f'[{len(self.done) + 1}/{self.total}] {name}: {step.status} in {step.seconds:.1f} s{shown}', self.quiet)
         self.done.append(step)
         return step
 
 
-def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict | None:
+def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> Evidence | None:
     """Every step of `mrbot prepare` on the change from `base` to the working tree of `workspace`; returns the Evidence
-    record, or None when there is no change."""
+    record, or None when there is no change. Ctrl-C or SIGTERM raises PrepareInterrupted with the record so far."""
     root, config = workspace.root, workspace.config
     change = git.changeset(root, base, None, max_bytes=config.max_file_bytes)
     if not change.files:
@@ -121,11 +148,8 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
     code_changed = [f.path for f in change.files if _changes_code(f, config)]
     device = device_label()
     on_gpu = device.startswith('compiled')
-    record: dict = {'schema': evidence.SCHEMA, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec='seconds'), 'device': device, 'change': _change_json(change, workspace), 'check': None,
-        'selection': None, 'compile': None, 'tests': None, 'reached': [], 'ops': [], 'bench_ops': [], 'coverage': [],
-        'bench': None,
-        'breaking': None}
+    record = Evidence(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), device,
+                      _change_json(change, workspace))
     found: dict = {'selection': None, 'test_run': None, 'callables': {}, 'matrix': None,
                    'public': exported(workspace.graph, change, config.public_roots)}
     pending_bench = ''
@@ -137,37 +161,43 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
         from mrbot.compile.matrix import evidence_of
 
         found['matrix'] = matrix = compile_change(workspace, changed)
-        record['compile'] = evidence_of(matrix)
+        record.compile = evidence_of(matrix)
         if not matrix.reached:
             return Step('compile', 'skipped', detail='the change reaches no kernel')
-        failing = [k['kernel'] for k in record['compile']['kernels'] if any(
+        failing = [k['kernel'] for k in record.compile['kernels'] if any(
             t['verdict'] != 'ok' for t in k['targets'].values())]
         return Step('compile', 'failed' if failing else 'done', command='mrbot compile',
-                    detail=f"{plural(len(record['compile']['kernels']), 'kernel')} for "
-                           f"{', '.join(record['compile']['targets'])}: "
+                    detail=f"{plural(len(record.compile['kernels']), 'kernel')} for "
+                           f"{', '.join(record.compile['targets'])}: "
                            + (f"{len(failing)} fail or overrun shared memory" if failing else 'all compile and fit'))
 
     def check() -> Step:
         report = evaluate(change, workspace, all_rules(), found['matrix'])
-        record['check'] = report.to_json()
+        record.check = report.to_json()
         errors = sum(f.severity == 'error' for f in report.findings)
         return Step('check', 'failed' if errors else 'done',
-                    detail=f'{len(report.findings)} findings, {errors} errors' if report.findings else 'no findings')
+                    detail=f"{plural(len(report.findings), 'finding')}, {plural(errors, 'error')}" if report.findings
+                    else 'no findings')
 
     def selection_and_ops() -> Step:
         nonlocal pending_bench
         found['selection'] = selection = select_change(workspace, change)
-        record['selection'] = selection.to_json()
+        record.selection = selection.to_json()
         touched = touched_ops(workspace, changed)
-        record['reached'] = reached_ops(workspace.graph, found['public'], code_changed, config.source_roots)
-        record['ops'] = [spec.name for spec in touched]
+        record.reached = reached_ops(workspace.graph, found['public'], code_changed, config.source_roots)
+        record.ops = [spec.name for spec in touched]
         # a change to an op's tests alone changes what they prove, not its speed, and a comment or docstring changes
         # neither: only changed code is timed
-        record['bench_ops'] = [spec.name for spec in touched_ops(workspace, code_changed, gates=False)]
+        record.bench_ops = [spec.name for spec in touched_ops(workspace, code_changed, gates=False)]
         found['callables'] = {spec.name: spec.callable for spec in touched}
-        pending_bench = f"mrbot bench --op {' '.join(record['bench_ops'])} --base {base[:12]}"
+        pending_bench = f"mrbot bench --op {' '.join(record.bench_ops)} --base {base[:12]}"
         return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; ops reached: "
-                                             f"{', '.join(record['reached']) or 'none'}")
+                                             f"{', '.join(record.reached) or 'none'}")
+
+    def keep_tests(files: list[FileRun], smoke: bool) -> TestRun:
+        found['test_run'] = run = TestRun(device, tuple(files), found['selection'], smoke)
+        record.tests = {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+        return run
 
     def tests() -> Step:
         if args.no_tests:
@@ -184,12 +214,16 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
         # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
         spread = on_gpu and importlib.util.find_spec('xdist') is not None
         workers = args.test_workers or (min(8, max(1, (os.cpu_count() or 2) // 2)) if spread else 1)
-        files = execute(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
-                        interpret=not on_gpu, pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
-        found['test_run'] = run = TestRun(device, tuple(files), found['selection'], smoke)
-        record['tests'] = {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+        try:
+            files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
+                                          quiet=args.quiet, interpret=not on_gpu,
+                                          pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
+        except TestsInterrupted as stopped:
+            keep_tests(stopped.files, smoke)
+            raise
+        run = keep_tests(files, smoke)
         if found['callables']:
-            record['coverage'] = [c.to_json() for c in read_observations(coverage_dir, record['ops'])]
+            record.coverage = [c.to_json() for c in read_observations(coverage_dir, record.ops)]
         passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
         crashed = sum(len(f.crashed) for f in files)
         crashes = f', {crashed} crashed' if crashed else ''
@@ -198,11 +232,11 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
 
     def breaking() -> Step:
         changes = breaking_changes(change, found['public'], list(workspace.graph.index))
-        record['breaking'] = [b.to_json() for b in changes]
-        return Step('breaking', 'done', detail=f'{len(changes)} breaking changes' if changes else 'none')
+        record.breaking = [b.to_json() for b in changes]
+        return Step('breaking', 'done', detail=plural(len(changes), 'breaking change') if changes else 'none')
 
     def bench() -> Step:
-        ops = record['bench_ops']
+        ops = record.bench_ops
         if not ops:
             return Step('bench', 'skipped', detail="no benchmarked op's code changed")
         if args.no_bench:
@@ -213,48 +247,85 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> dict |
         test_run = found['test_run']
         if test_run is not None and not test_run.ok:
             return Step('bench', 'skipped', detail='the dependent tests failed', command=pending_bench)
-        bench_args = bench_command.arguments(['--op', *ops, '--base', base, '--rounds', str(args.bench_rounds)])
-        record['bench'] = bench_command.measure(bench_args, workspace, list(test_run.files) if test_run else [])
-        print(bench_command.format_table(record['bench']), end='', file=sys.stderr)
-        return Step('bench', 'failed' if record['bench']['gate']['status'] == 'failed' else 'done',
-                    command=pending_bench)
+        request = BenchRequest(ops=tuple(ops), base=base, rounds=args.bench_rounds,
+                               command=('mrbot', 'bench', '--op', *ops, '--base', base[:12], '--rounds',
+                                        str(args.bench_rounds)))
+        try:
+            record.bench = measure(request, workspace, test_run.files if test_run else (), quiet=args.quiet)
+        except BenchInterrupted as stopped:
+            record.bench = stopped.run
+            raise
+        if not args.quiet:
+            print(format_table(record.bench), end='', file=sys.stderr)
+        return Step('bench', 'failed' if record.bench.gate.status == 'failed' else 'done', command=pending_bench)
 
     # the check reads the compilation matrix, so the kernels compile first
     actions = (('select', selection_and_ops), ('compile', compile_kernels), ('check', check), ('tests', tests),
                ('breaking', breaking), ('bench', bench))
-    steps = _Steps(len(actions))
-    for name, action in actions:
-        steps.run(name, action)
-    record['steps'] = [s.to_json() for s in steps.done]
-    record['conclusion'] = evidence.conclusion(record)
-    record['checklist'] = evidence.checklist(record)
+    steps = _Steps(len(actions), args.quiet)
+    try:
+        for name, action in actions:
+            steps.run(name, action)
+    except KeyboardInterrupt:
+        raise PrepareInterrupted(_concluded(record, steps.done)) from None
+    return _concluded(record, steps.done)
+
+
+def _concluded(record: Evidence, steps: list[Step]) -> Evidence:
+    """The record with its steps, and the conclusion and the checklist they support."""
+    record.steps = steps
+    record.conclusion = conclusion(record)
+    record.checklist = checklist(record)
     return record
 
 
-def render_body(record: dict, root: Path, config: Config) -> str:
+def _templates(root: Path, config: Config) -> Path | None:
+    """The repository's own template folder, where it has one; an error where the setting names none."""
     overrides = root / config.templates if config.templates else None
     if overrides is not None and not overrides.is_dir():
         raise MrbotError(f'[tool.mrbot] templates = "{config.templates}": no such folder in the repository')
-    return render('pr_body.md.j2', overrides, e=record)
+    return overrides
 
 
-def _publish(args: argparse.Namespace, root: Path, record: dict, body: str) -> str:
-    """Create or update the PR/MR of the current branch with the body; returns its URL. Pushes nothing."""
+def render_body(record: Evidence, root: Path, config: Config) -> str:
+    return render('pr_body.md.j2', _templates(root, config), e=record.to_json())
+
+
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """Where `--open`/`--update` will put the body: the forge of the remote and the pushed branch."""
+
+    forge: Forge
+    branch: str
+
+
+def _publishing_target(args: argparse.Namespace, root: Path) -> _Target:
+    """The forge and branch to publish to, checked before any step runs (the tests alone may take minutes): a clean
+    checked-out branch, a remote of a known forge, a token, and the branch pushed there."""
     from mrbot import forges
 
+    if args.head:
+        raise MrbotError('--open and --update publish the checked-out branch; --head names another revision')
+    branch = git.current_branch(root)
+    if branch is None:
+        raise MrbotError('HEAD is detached: check out the branch to open the pull request from')
     if git.changed_paths(root, 'HEAD', None):
         raise MrbotError('the working tree has uncommitted changes, which the pull request would not contain: '
                          'commit and push them, then run mrbot prepare --open again')
-    branch = record['change']['branch']
-    if branch is None:
-        raise MrbotError('HEAD is detached: check out the branch to open the pull request from')
     kind, project, _ = forges.parse_remote(git.remote_url(root, args.remote))
     kind = args.forge or kind
     forge = forges.connect(kind, project, url=args.gitlab_url if kind == 'gitlab' else None)
     if not forge.branch_exists(branch):
         raise MrbotError(f"branch '{branch}' is not on {args.remote}: push it first (git push -u {args.remote} {branch}); "
                          'mrbot prepare --open pushes nothing itself')
-    title = record['change']['title']
+    return _Target(forge, branch)
+
+
+def _publish(args: argparse.Namespace, target: _Target, title: str, body: str) -> str:
+    """Create or update the PR/MR of the branch with the body; returns its URL. Pushes nothing."""
+    from mrbot import forges
+
+    forge, branch = target.forge, target.branch
     body = forges.fit_body(body, forge.body_limit, FULL_BODY)
     existing = forge.find_pull(branch)
     if existing is not None:
@@ -264,54 +335,73 @@ def _publish(args: argparse.Namespace, root: Path, record: dict, body: str) -> s
     return forge.create_pull(branch, args.target, title, body, draft=not args.ready).url
 
 
-
-def _summary(record: dict, body_path: Path, evidence_path: Path) -> str:
-    lines = [f"title: {record['change']['title']}"]
-    lines += [f"  {s['name']:<9} {s['status']:<8} {s['detail']}" + (f" -> {s['command']}" if s['command'] and
-                                                                     s['status'] != 'done' else '')
-              for s in record['steps']]
-    ticked = sum(item['done'] for item in record['checklist'])
-    lines.append(f"benchmark: {record['conclusion']['text']}")
-    lines.append(f"checklist: {ticked} of {len(record['checklist'])} ticked")
+def _summary(record: Evidence, body_path: Path, evidence_path: Path) -> str:
+    lines = [f"title: {record.change['title']}"]
+    lines += [f'  {s.name:<9} {s.status:<8} {s.detail}' + (f' -> {s.command}' if s.command and s.status != 'done' else '')
+              for s in record.steps]
+    ticked = sum(item.done for item in record.checklist)
+    lines.append(f'benchmark: {record.conclusion.text}')
+    lines.append(f'checklist: {ticked} of {len(record.checklist)} ticked')
     lines.append(f'PR body: {body_path}')
     lines.append(f'evidence: {evidence_path}')
     return '\n'.join(lines) + '\n'
 
 
+def _save(record: Evidence, path: Path) -> None:
+    path.write_text(json.dumps(record.to_json(), indent=2) + '\n', encoding='utf-8')
+
+
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
-    if args.bench_rounds < 3:
-        raise MrbotError(f'--bench-rounds must be at least 3 (a confidence interval needs them), got {args.bench_rounds}')
-    if args.head and (args.open or args.update):
-        raise MrbotError('--open and --update publish the checked-out branch; --head names another revision')
+    if args.bench_rounds < PAIRED_MIN_ROUNDS:
+        raise MrbotError(f'--bench-rounds must be at least {PAIRED_MIN_ROUNDS} (a confidence interval needs them), got '
+                         f'{args.bench_rounds}')
+    check_timeout(args.test_timeout, '--test-timeout')
+    if args.test_workers < 0:
+        raise MrbotError(f'--test-workers must be 0 (the default for this machine) or more, got {args.test_workers}')
+    target = _publishing_target(args, root) if args.open or args.update else None
     workspace = Workspace.load(root)
     base, head = git.revisions(root, args.base, args.head, workspace.config.target_branches)
     if head is not None:
         # a clean checkout of the revision, so that tests, compilation and the import graph see what it holds
         workspace = Workspace.load(git.worktree(root, head))
-    record = prepare(args, workspace, base)
+    evidence_path, body_path = state_dir(root) / EVIDENCE_FILE, state_dir(root) / BODY_FILE
+    # a template that does not parse is refused before the steps, not after them
+    check_template('pr_body.md.j2', _templates(root, workspace.config))
+    try:
+        record = prepare(args, workspace, base)
+    except PrepareInterrupted as stopped:
+        if head is not None:
+            stopped.record.change['head'] = head
+        _save(stopped.record, evidence_path)
+        raise KeyboardInterrupt(f'{stopped}; the evidence so far is in {evidence_path}') from None
     if record is None:
         print(f'mrbot prepare: nothing to prepare: {args.head or "the working tree"} does not differ from the base '
               f'({args.base or " or ".join(workspace.config.target_branches)}); no PR body written')
         return 0
     if head is not None:
-        record['change']['head'] = head
-    config = workspace.config
-    body = render_body(record, root, config)
-    folder = state_dir(root)
-    evidence_path, body_path = folder / EVIDENCE_FILE, folder / BODY_FILE
-    evidence_path.write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
+        record.change['head'] = head
+    # saved first: a template that fails on a field loses no evidence
+    _save(record, evidence_path)
+    try:
+        # a file name git holds as bytes that are not UTF-8 is shown escaped: the body is UTF-8 text, posted as it is
+        body = git.printable(render_body(record, root, workspace.config))
+    except MrbotError as error:
+        raise MrbotError(f'{error} (the evidence is saved in {evidence_path}; no body written)') from None
     body_path.write_text(body, encoding='utf-8')
-    if args.open or args.update:
-        record['pull_request'] = _publish(args, root, record, body)
-        evidence_path.write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
+    if target is not None:
+        try:
+            record.pull_request = _publish(args, target, record.change['title'], body)
+        except MrbotError as error:
+            raise MrbotError(f'{error} (the evidence is saved in {evidence_path}, the body in {body_path})') from None
+        _save(record, evidence_path)
     if args.format == 'json':
-        print(json.dumps(record, indent=2))
+        print(json.dumps(record.to_json(), indent=2))
     else:
-        print(_summary(record, body_path, evidence_path), end='')
-        if record.get('pull_request'):
-            print(f"pull request: {record['pull_request']}")
-    return 0 if all(s['status'] in ('done', 'skipped', 'pending') for s in record['steps']) else 1
+        print(git.printable(_summary(record, body_path, evidence_path)), end='')
+        if record.pull_request:
+            print(f'pull request: {record.pull_request}')
+    return 1 if record.failed_steps else 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -337,3 +427,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--forge', choices=['github', 'gitlab'], help='the forge, when the remote URL does not say')
     parser.add_argument('--gitlab-url', help='a self-hosted GitLab (default: CI_SERVER_URL, else https://gitlab.com)')
     parser.add_argument('--target', default='main', help='the branch the PR/MR merges into (default: main)')
+    parser.add_argument('-q', '--quiet', action='store_true', help='no progress on stderr, only the summary')

@@ -19,6 +19,7 @@ from mrbot.records import ChangeSet, CheckReport, MrbotError
 from mrbot.rules import all_rules
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
+from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -95,10 +96,11 @@ def describe_run(matrix: CompileMatrix) -> str:
     capture = matrix.capture
     kernels = len({(c.launch.path, c.launch.kernel) for c in matrix.cells})
     targets = ', '.join(t.name for t in matrix.targets)
-    return (f'{kernels} kernels x {len(matrix.targets)} targets ({targets}), {len(matrix.cells)} cells with Triton '
-            f'{matrix.triton}: {matrix.compiled} compiled, {len(matrix.cells) - matrix.compiled} cached, in '
-            f'{matrix.seconds:.1f} s ({matrix.jobs} jobs); launches from {len(capture.tests)} test files and '
-            f'{len(capture.bench_rows)} benchmark rows')
+    return (f"{plural(kernels, 'kernel')} x {plural(len(matrix.targets), 'target')} ({targets}), "
+            f"{plural(len(matrix.cells), 'cell')} with Triton {matrix.triton}: {matrix.compiled} compiled, "
+            f"{len(matrix.cells) - matrix.compiled} cached, in {matrix.seconds:.1f} s ({plural(matrix.jobs, 'job')}); "
+            f"launches from {plural(len(capture.tests), 'test file')} and "
+            f"{plural(len(capture.bench_rows), 'benchmark row')}")
 
 
 def _changed(args: argparse.Namespace, root: Path, config: Config) -> list[str] | None:

@@ -34,6 +34,7 @@ from mrbot.compile.plan import CompilePlan, Kernel
 from mrbot.compile.targets import Target
 from mrbot.config import state_dir, write_whole
 from mrbot.records import MrbotError
+from mrbot.words import plural
 
 SCHEMA = 1
 CACHE_FILE = 'compile-cells.json'
@@ -328,8 +329,9 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     work = plan_cells(launches, targets, depth)
-    say(f'{len(capture.launches)} launches captured in {capture.seconds:.1f} s{" (cached)" if capture.cached else ""}; '
-        f'{len(work)} cells of {len(launches)} launches for {", ".join(t.name for t in targets)}, {jobs} at a time')
+    say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
+        f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
+        f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time")
     last = [time.monotonic()]
 
     def tick(done: int, total: int) -> None:

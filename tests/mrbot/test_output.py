@@ -38,6 +38,17 @@ def test_json_follows_the_schema(report):
         ('MR-TITLE', '', 0), ('RUF:F401', 'lib/a.py', 4), ('HDR001', 'lib/b.py', 1)]
 
 
+def test_a_column_counts_from_1_in_every_format(report):
+    # `import json` on line 4: ruff points at `json`, the eighth character
+    data = json.loads(format_report(report, 'json', all_rules()))
+    assert [f['column'] for f in data['findings'] if f['rule'] == 'RUF:F401'] == [8]
+    assert '4:8  error   RUF:F401' in format_report(report, 'text', all_rules())
+    sarif = json.loads(format_report(report, 'sarif', all_rules()))
+    assert [r['locations'][0]['physicalLocation']['region']['startColumn'] for r in sarif['runs'][0]['results']
+            if r['ruleId'] == 'RUF:F401'] == [8]
+    assert 'file=lib/a.py,line=4,col=8,' in format_report(report, 'github', all_rules())
+
+
 def test_markdown_has_a_summary_a_table_and_details_per_file(report):
     markdown = format_report(report, 'markdown', all_rules())
     assert '**3 errors** in 2 changed files.' in markdown

@@ -70,3 +70,16 @@ def test_a_file_named_on_the_command_line_may_have_any_name(repo, monkeypatch, c
     assert main(['check', '--no-compile', '--format', 'json', 'tab\tname.py']) == 1
     findings = json.loads(capsys.readouterr().out)['findings']
     assert [(f['path'], f['rule']) for f in findings] == [('tab\tname.py', 'HDR001')]
+
+
+def test_test_list_and_prepare_show_a_name_that_is_not_utf8_escaped(repo, monkeypatch, capsys):
+    repo.commit({'pkg/__init__.py': HEADER, 'tests/test_pkg.py': HEADER + 'import pkg\n'}, '[Test] Base')
+    repo.write({os.path.join('pkg', NOT_UTF8): HEADER + 'X = 1\n'})
+    monkeypatch.chdir(repo.root)
+    assert main(['test', '--list', '--base', 'HEAD']) == 0
+    captured = capsys.readouterr()
+    assert captured.out == '0 test files selected for 1 changed file\n' and captured.err == ''
+    assert main(['prepare', '--base', 'HEAD', '--no-tests', '--no-compile', '--no-bench', '--title', '[Fix] Cafe']) in (0, 1)
+    captured = capsys.readouterr()
+    assert 'Traceback' not in captured.err and 'internal error' not in captured.err
+    assert 'pkg/caf\\xe9.py' in (repo.root / '.mrbot' / 'pr_body.md').read_text(encoding='utf-8')

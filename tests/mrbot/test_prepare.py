@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,7 @@ from mrbot import evidence
 from mrbot.cli import main
 from mrbot.config import load_config
 from mrbot.prepare import BODY_FILE, render_body
+from mrbot.records import BenchRun, MrbotError
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -260,8 +265,9 @@ def test_a_measured_benchmark_fills_its_section(prepared, repo, tmp_path_factory
                             '--no-tests')
     measured = tmp_path_factory.mktemp('out') / 'bench.json'
     assert main(['bench', '--op', 'scale', '--base', 'main', '--rounds', '3', '--json', str(measured)]) == 0
-    record['bench'] = json.loads(measured.read_text())
-    record['conclusion'] = evidence.conclusion(record)
+    record = evidence.Evidence.load(repo.root / '.mrbot' / 'evidence.json')
+    record.bench = BenchRun.load(measured)
+    record.conclusion = evidence.conclusion(record)
     bench = _section(render_body(record, repo.root, load_config(repo.root)), 'Benchmark / NCU')
     assert 'Hardware: **cpu** (cpu (not evidence)), driver -' in bench
     assert '3 interleaved rounds, each timed call one CUDA graph replay; inputs x float32.' in bench
@@ -394,3 +400,139 @@ def test_head_prepares_a_commit_whatever_the_working_tree_holds(repo, monkeypatc
     assert main(['prepare', '--base', base, '--head', head, '--open']) == 2
     assert capsys.readouterr().err.strip().endswith('--open and --update publish the checked-out branch; --head names '
                                                     'another revision')
+
+
+@pytest.mark.parametrize(('argv', 'message'), [
+    (['--test-timeout', '-1'], '--test-timeout must be above 0 seconds per test file, got -1'),
+    (['--test-timeout', '0'], '--test-timeout must be above 0 seconds per test file, got 0'),
+    (['--test-workers', '-2'], '--test-workers must be 0 (the default for this machine) or more, got -2'),
+    (['--open'], "no git remote named 'origin': expected one of `git remote`, or pass --remote NAME"),
+])
+def test_bad_flags_are_refused_before_any_step(repo, monkeypatch, capsys, argv, message):
+    repo.commit(_base_files())
+    repo.git('checkout', '-q', '-b', 'topic')
+    repo.commit({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast')
+    monkeypatch.chdir(repo.root)
+    assert main(['prepare', '--base', 'main', *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f'mrbot prepare: error: {message}\n'
+    assert not (repo.root / '.mrbot' / 'evidence.json').exists()
+
+
+def _pushed_branch(repo, monkeypatch) -> None:
+    repo.commit(_base_files())
+    repo.git('checkout', '-q', '-b', 'topic')
+    repo.commit({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast')
+    repo.git('remote', 'add', 'origin', 'https://github.com/owner/pkg.git')
+    monkeypatch.chdir(repo.root)
+    for variable in ('GITHUB_TOKEN', 'GH_TOKEN'):
+        monkeypatch.delenv(variable, raising=False)
+
+
+def test_open_without_a_token_fails_before_any_step(repo, monkeypatch, capsys):
+    _pushed_branch(repo, monkeypatch)
+    assert main(['prepare', '--base', 'main', '--open']) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ('mrbot prepare: error: no GitHub token: set GITHUB_TOKEN or GH_TOKEN to a token that may '
+                            'write to the project\n')
+    assert '[1/6]' not in captured.err and not (repo.root / '.mrbot' / 'evidence.json').exists()
+
+
+def test_a_late_publishing_failure_names_the_saved_evidence(repo, monkeypatch, capsys):
+    import mrbot.forges
+
+    class Unreachable:
+        body_limit = 65536
+
+        def branch_exists(self, branch):
+            return True
+
+        def find_pull(self, branch):
+            raise MrbotError('GitHub: finding the pull request of topic: 502 Bad Gateway')
+
+    _pushed_branch(repo, monkeypatch)
+    monkeypatch.setattr(mrbot.forges, 'connect', lambda *args, **kwargs: Unreachable())
+    assert main(['prepare', '--base', 'main', '--open', '--no-compile', '--no-bench', '-q']) == 2
+    err = capsys.readouterr().err
+    state = repo.root / '.mrbot'
+    assert err == (f'mrbot prepare: error: GitHub: finding the pull request of topic: 502 Bad Gateway (the evidence is '
+                   f'saved in {state / "evidence.json"}, the body in {state / "pr_body.md"})\n')
+    assert json.loads((state / 'evidence.json').read_text())['steps'][3]['status'] == 'done'
+
+
+def test_quiet_shows_no_step_progress(prepared, capsys):
+    prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast', '-q', '--no-compile')
+    assert capsys.readouterr().err == ''
+
+
+SLOW = HEADER + '''import os
+import time
+from pathlib import Path
+
+from pkg.ops.scale import scale
+
+
+def test_sleeps():
+    Path(__file__).with_name('pid').write_text(str(os.getpid()))
+    time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_saves_the_evidence_so_far_and_stops_the_tests(repo, signum):
+    repo.commit({**_base_files(), 'tests/test_slow.py': SLOW}, '[Ops] Base')
+    repo.git('checkout', '-q', '-b', 'topic')
+    repo.commit({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast')
+    process = subprocess.Popen([sys.executable, '-m', 'mrbot.cli', 'prepare', '--base', 'main', '--no-compile'],
+                               cwd=repo.root, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # the test files run side by side: the quick one ends, the slow one sleeps
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.startswith('[1/2] tests/test_scale.py'):
+            break
+    pid = repo.root / 'tests' / 'pid'
+    deadline = time.monotonic() + 60
+    while not (pid.exists() and pid.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    err = ''.join(seen) + err
+    evidence_path = repo.root / '.mrbot' / 'evidence.json'
+    assert process.returncode == 130, err
+    assert err.splitlines()[-1].startswith('mrbot prepare: interrupted') and 'Traceback' not in err
+    assert not Path(f'/proc/{pid.read_text()}').exists()
+    record = json.loads(evidence_path.read_text())
+    assert [(s['name'], s['status']) for s in record['steps']] == [
+        ('select', 'done'), ('compile', 'skipped'), ('check', 'done'), ('tests', 'interrupted')]
+    assert record['steps'][-1]['detail'] == '1 of 2 test files finished'
+    files = {f['file']: (f['passed'], f['note']) for f in record['tests']['files']}
+    assert files == {'tests/test_scale.py': (1, ''), 'tests/test_slow.py': (0, 'interrupted: 0 tests ran before it stopped')}
+
+
+def test_a_check_step_counts_its_findings_in_words(prepared):
+    op = HEADER + 'def shift(x, by=1.0):\n    return x + by\n'
+    test = HEADER + 'from pkg.ops.shift import shift\n\n\ndef test_shift():\n    assert shift(1.0) == 2.0\n'
+    _, _, record = prepared({'pkg/ops/shift/__init__.py': HEADER + 'from pkg.ops.shift.op import shift\n',
+                             'pkg/ops/shift/op.py': op, 'tests/test_shift.py': test}, '[Shift] Add shift', '--no-compile')
+    detail = next(s['detail'] for s in record['steps'] if s['name'] == 'check')
+    assert re.fullmatch(r'(1 finding|[02-9]\d* findings), (1 error|\d+ errors)', detail), detail
+    assert '1 error,' not in detail and not re.search(r'\b1 (findings|errors)\b', detail)
+
+
+def test_a_template_that_does_not_parse_is_refused_before_any_step_and_one_that_fails_keeps_the_evidence(
+        repo, monkeypatch, capsys):
+    repo.commit({'pyproject.toml': '[tool.mrbot]\ntemplates = "tpl"\n', 'tpl/pr_body.md.j2': '{% if %}\n',
+                 'pkg/a.py': 'X = 1\n'}, '[Test] Base')
+    repo.write({'pkg/a.py': 'X = 2\n'})
+    monkeypatch.chdir(repo.root)
+    options = ['prepare', '--base', 'HEAD', '--no-tests', '--no-compile', '--no-bench', '--title', '[Fix] X']
+    assert main(options) == 2
+    err = capsys.readouterr().err
+    assert "tpl/pr_body.md.j2:1: Expected an expression, got 'end of statement block'" in err and len(err.splitlines()) == 1
+    assert not (repo.root / '.mrbot' / 'evidence.json').exists()
+    (repo.root / 'tpl' / 'pr_body.md.j2').write_text('{{ e.no_such_field.x }}\n')
+    assert main(options) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith('mrbot prepare: error: ') and 'no_such_field' in last and 'the evidence is saved in ' in last
+    assert (repo.root / '.mrbot' / 'evidence.json').is_file() and not (repo.root / '.mrbot' / 'pr_body.md').exists()
