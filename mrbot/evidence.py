@@ -122,9 +122,7 @@ class Evidence:
 
     @classmethod
     def from_json(cls, fields: JsonObject) -> Evidence:
-        schema = fields.integer('schema')
-        if schema != SCHEMA:
-            raise fields.error(fields.at('schema'), f'{SCHEMA} (an evidence record of this mrbot prepare)', schema)
+        fields.schema(SCHEMA, 'an evidence record of this mrbot prepare')
         change = fields.object('change')
         # read for their check alone: `conclusion` reads each changed file's entry
         change.objects('files')

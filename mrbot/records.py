@@ -598,6 +598,10 @@ class JsonObject:
                 raise self.error(f'{self.at(key)}[{index}]', 'an object', value)
         return [JsonObject(value, self.source, f'{self.at(key)}[{index}]') for index, value in enumerate(values)]
 
+    def schema(self, version: int, what: str) -> int:
+        """The record's `schema`, which must be `version`: a record of another version of `what` is not read."""
+        return self._get('schema', f'{version} ({what})', lambda v: v == version and not isinstance(v, bool), _REQUIRED)
+
     def choice(self, key: str, choices: tuple[str, ...], default: object = _REQUIRED) -> str:
         return self._get(key, f"one of {', '.join(choices)}", lambda v: v in choices, default)
 
@@ -929,9 +933,7 @@ class BenchRun:
 
     @classmethod
     def from_json(cls, fields: JsonObject) -> BenchRun:
-        schema = fields.integer('schema')
-        if schema != BENCH_SCHEMA:
-            raise fields.error(fields.at('schema'), f'{BENCH_SCHEMA} (a record of this mrbot bench)', schema)
+        fields.schema(BENCH_SCHEMA, 'a record of this mrbot bench')
         paired = 'base' in fields.data
         dtypes = fields.mapping('dtypes', {})
         for op, inputs in dtypes.items():

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mrbot.forges import Forge, connect, utc_timestamp
-from mrbot.records import MrbotError
+from mrbot.records import JsonObject, MrbotError
 
 
 class Ended(Exception):
@@ -29,6 +28,10 @@ class Event:
     output: Path | None
     step_summary: Path | None
 
+    def fields(self) -> JsonObject:
+        """The payload read field by field: a field no forge sends that way is one error naming it."""
+        return JsonObject(self.payload, 'the webhook payload')
+
 
 def writable(variable: str, value: str | None) -> Path | None:
     """The file a CI variable names for the step to append to, checked before any work, whose result it would lose."""
@@ -42,21 +45,6 @@ def writable(variable: str, value: str | None) -> Path | None:
         raise MrbotError(f'{variable}={value}: cannot append to it ({error.strerror}); expected the file the CI runner '
                          'gives the step') from None
     return path
-
-
-def field(container: Mapping, key: str, kind: type | tuple[type, ...], where: str, optional: bool = False) -> Any:
-    """`container[key]` of a payload when it has the type a forge sends (None where `optional` and absent or null);
-    otherwise an error: no forge sends such a payload."""
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    value = container.get(key) if isinstance(container, Mapping) else None
-    if value is None and optional:
-        return None
-    # JSON's true is a Python int as well, and no number a payload holds
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        found = type(value).__name__ if value is not None else 'missing'
-        raise MrbotError(f"{where}.{key} is {found}; expected {' or '.join(k.__name__ for k in kinds)}, as a webhook "
-                         'payload has it')
-    return value
 
 
 def open_forge(kind: str, project: str, environ: Mapping[str, str]) -> Forge:

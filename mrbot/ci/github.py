@@ -19,10 +19,10 @@ from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci.answer import Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
-from mrbot.ci.event import Ended, Event, field, payload_time, writable, write_outputs
+from mrbot.ci.event import Ended, Event, payload_time, writable, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
 from mrbot.config import Config, load_config
-from mrbot.records import MrbotError
+from mrbot.records import JsonObject, MrbotError
 from mrbot.workspace import Workspace
 
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
@@ -37,12 +37,7 @@ def github_event(environ: Mapping[str, str]) -> Event:
         text = path.read_text(encoding='utf-8')
     except OSError as error:
         raise MrbotError(f'GITHUB_EVENT_PATH {path}: cannot read the webhook payload ({error.strerror})') from None
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        raise MrbotError(f'GITHUB_EVENT_PATH {path}: expected a webhook payload, a JSON object')
+    payload = JsonObject.parse(text, f'GITHUB_EVENT_PATH {path}', 'a webhook payload').data
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     run_id = environ.get('GITHUB_RUN_ID', '')
     return Event(environ['GITHUB_EVENT_NAME'], payload, environ['GITHUB_REPOSITORY'], run_id,
@@ -55,19 +50,16 @@ def pull_request_report(event: Event, root: Path) -> dict:
     payload = event.payload
     if payload.get('action') not in PULL_REQUEST_ACTIONS:
         raise Ended(f"pull_request {payload.get('action')}: only {', '.join(PULL_REQUEST_ACTIONS)} are checked")
-    pull = field(payload, 'pull_request', dict, 'the payload')
-    number = field(pull, 'number', int, 'pull_request')
-    base = field(field(pull, 'base', dict, 'pull_request'), 'sha', str, 'pull_request.base')
-    head = field(field(pull, 'head', dict, 'pull_request'), 'sha', str, 'pull_request.head')
-    title = field(pull, 'title', str, 'pull_request')
-    body = field(pull, 'body', str, 'pull_request', optional=True) or ''
+    pull = event.fields().object('pull_request')
+    number, title, body = pull.integer('number'), pull.text('title'), pull.optional_text('body') or ''
+    base, head = pull.object('base').text('sha'), pull.object('head').text('sha')
     for sha in (base, head):
         try:
             git.resolve(root, sha)
         except MrbotError:
             raise MrbotError(f'commit {sha} is not in this checkout: check out with fetch-depth: 0') from None
     config = git.config_at(root, base)
-    if field(pull, 'draft', bool, 'pull_request', optional=True) and not config.check_drafts:
+    if pull.flag('draft', False) and not config.check_drafts:
         raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
     # the checker and its renderer load only here: the jobs holding a token install .ci/token-jobs.txt alone
     from mrbot.ci.report import check_report
@@ -83,22 +75,22 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     payload = event.payload
     if payload.get('action') != 'created':
         raise Ended(f"issue_comment {payload.get('action')}: only new comments are read as commands")
-    issue, comment = field(payload, 'issue', dict, 'the payload'), field(payload, 'comment', dict, 'the payload')
-    number = field(issue, 'number', int, 'issue')
-    if not field(issue, 'pull_request', dict, 'issue', optional=True):
+    issue, comment = event.fields().object('issue'), event.fields().object('comment')
+    number = issue.integer('number')
+    if not issue.optional_mapping('pull_request'):
         raise Ended(f'#{number} is an issue, not a pull request')
-    text = field(comment, 'body', str, 'comment', optional=True)
+    text = comment.optional_text('body')
     if not commands.is_command(text):
         raise Ended('the comment is not a command')
-    user = field(comment, 'user', dict, 'comment')
-    login, comment_id = field(user, 'login', str, 'comment.user'), field(comment, 'id', int, 'comment')
-    if user.get('type') == 'Bot':
+    user = comment.object('user')
+    login, comment_id = user.text('login'), comment.integer('id')
+    if user.data.get('type') == 'Bot':
         raise Ended(f'@{login} is a bot; bots do not give commands')
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = ci_event.open_forge('github', event.repository, environ)
-    request = Request(number, text, login, str(comment.get('author_association', 'NONE')),
-                      payload_time(comment.get('created_at')))
+    request = Request(number, text, login, str(comment.data.get('author_association', 'NONE')),
+                      payload_time(comment.data.get('created_at')))
     now = datetime.datetime.now(datetime.timezone.utc)
     given = answer(forge, request, config, load_specs(root, config), bot_bodies(forge.comments(number)), now,
                    event.run_id, event.run_url)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mrbot import commands
 from mrbot.ci.artifacts import ARTIFACT, read_artifact, validate_for_run
-from mrbot.ci.event import Ended, Event, field, write_summary
+from mrbot.ci.event import Ended, Event, write_summary
 from mrbot.forges import Annotation, Forge, Note, fit_body, sticky_room
 from mrbot.records import MrbotError
 
@@ -133,13 +133,15 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None)
     refused, after the others are posted. The forge is opened only once there is something to post."""
     if folder is None:
         raise MrbotError("a workflow_run event posts an artifact: pass --artifact DIR with the triggering run's files")
-    run = field(event.payload, 'workflow_run', dict, 'the payload')
-    field(run, 'id', int, 'workflow_run')
-    field(run, 'head_sha', str, 'workflow_run')
-    field(run, 'event', str, 'workflow_run')
-    field(run, 'head_repository', dict, 'workflow_run', optional=True)
-    field(run, 'head_branch', str, 'workflow_run', optional=True)
-    field(run, 'pull_requests', list, 'workflow_run', optional=True)
+    fields = event.fields().object('workflow_run')
+    # each field the checks below read must be as GitHub sends it
+    fields.integer('id')
+    fields.text('head_sha')
+    fields.text('event')
+    fields.optional_mapping('head_repository')
+    fields.optional_text('head_branch')
+    fields.sequence('pull_requests', [])
+    run = fields.data
     paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')

@@ -50,7 +50,7 @@ CORPUS = [
     ('null', 'B.json: expected a JSON object (a bench record of mrbot bench --json), got null'),
     ('"fast"', 'B.json: expected a JSON object (a bench record of mrbot bench --json), got the string "fast"'),
     ('{"schema": 1,', 'B.json: not JSON (Expecting property name enclosed in double quotes'),
-    (_broken(lambda r: r.pop('schema')), 'B.json: schema: missing, expected a whole number'),
+    (_broken(lambda r: r.pop('schema')), 'B.json: schema: missing, expected 1 (a record of this mrbot bench)'),
     (_broken(lambda r: r.update(schema=2)), 'B.json: schema: expected 1 (a record of this mrbot bench), got 2'),
     (_broken(lambda r: r.pop('rows')), 'B.json: rows: missing, expected a list'),
     (_broken(lambda r: r.update(rows=None)), 'B.json: rows: expected a list, got null'),
