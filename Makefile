@@ -18,7 +18,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml constraints-cpu.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) -e '.[kernels,test]'
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) -e '.[kernels,test,plot]'
 	touch $(STAMP)
 
 # The tests run the kernels in the interpreter without a GPU; mrbot compile then compiles every kernel they launch for

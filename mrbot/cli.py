@@ -42,7 +42,7 @@ examples:
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
             'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
             'compile': 'mrbot.compile.command', 'init': 'mrbot.init', 'config': 'mrbot.settings',
-            'cache': 'mrbot.cache'}
+            'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history'}
 
 # Subcommand -> its one-line help; its arguments come from its module.
 HELP = {'check': "check a change against the repository's contribution rules",
@@ -56,6 +56,8 @@ HELP = {'check': "check a change against the repository's contribution rules",
         'init': 'append the [tool.mrbot] table this repository needs, derived from its files',
         'config': 'print the settings in effect, defaults included, as a [tool.mrbot] table',
         'cache': "remove what mrbot keeps under .mrbot/ (`mrbot cache clean`)",
+        'loop': 'optimize one op try by try: frozen gate, gaming rules, interleaved timing, a claim or a no-go',
+        'history': 'the recorded timings of loops and `mrbot bench --record` runs, as a table or a plot',
         'help': 'show the help of mrbot or of one command'}
 
 

@@ -99,6 +99,8 @@ class Evidence:
     conclusion: Conclusion | None = None
     checklist: list[ChecklistItem] = field(default_factory=list)
     pull_request: str | None = None
+    # how the optimization loops of the touched ops ended (mrbot/loop/claim.py), when the change builds on them
+    loops: list[dict] = field(default_factory=list)
 
     @property
     def failed_steps(self) -> list[str]:
@@ -115,7 +117,7 @@ class Evidence:
                'bench': self.bench.to_json() if self.bench else None, 'breaking': self.breaking,
                'steps': [step.to_json() for step in self.steps],
                'conclusion': self.conclusion.to_json() if self.conclusion else None,
-               'checklist': [item.to_json() for item in self.checklist]}
+               'checklist': [item.to_json() for item in self.checklist], 'loops': self.loops}
         if self.pull_request is not None:
             out['pull_request'] = self.pull_request
         return out
@@ -138,7 +140,8 @@ class Evidence:
                    steps=[Step.from_json(step) for step in fields.objects('steps', [])],
                    conclusion=None if conclusion is None else Conclusion.from_json(conclusion),
                    checklist=[ChecklistItem.from_json(item) for item in fields.objects('checklist', [])],
-                   pull_request=fields.optional_text('pull_request'))
+                   pull_request=fields.optional_text('pull_request'),
+                   loops=[loop.data for loop in fields.objects('loops', [])])
 
     @classmethod
     def load(cls, path: Path) -> Evidence:

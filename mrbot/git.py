@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,10 @@ def _paths(out: bytes) -> list[str]:
     return [os.fsdecode(p) for p in out.split(b'\0') if p]
 
 
-def run_git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
+def run_git(root: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
     try:
-        done = subprocess.run(['git', *_PLAIN, *args], cwd=root, input=stdin, capture_output=True, check=False)
+        done = subprocess.run(['git', *_PLAIN, *args], cwd=root, input=stdin, env=env, capture_output=True,
+                              check=False)
     except FileNotFoundError:
         raise MrbotError('git: not found on PATH; mrbot needs git') from None
     if done.returncode != 0:
@@ -126,6 +128,35 @@ def worktree(root: Path, sha: str) -> Path:
         run_git(root, 'worktree', 'prune')
         run_git(root, 'worktree', 'add', '--detach', '--force', str(path), sha)
     return path
+
+
+def snapshot(root: Path, message: str) -> str:
+    """The working tree as a commit on top of HEAD, untracked files included and ignored ones not, made with a
+    separate index so that neither the user's index nor any branch moves; its sha."""
+    with tempfile.TemporaryDirectory(prefix='mrbot-index-') as folder:
+        environment = {**os.environ, 'GIT_INDEX_FILE': str(Path(folder) / 'index')}
+        run_git(root, 'read-tree', 'HEAD', env=environment)
+        run_git(root, 'add', '--all', '--', '.', env=environment)
+        tree = run_git(root, 'write-tree', env=environment).decode().strip()
+    return run_git(root, '-c', 'user.name=mrbot loop', '-c', 'user.email=mrbot@localhost', 'commit-tree', tree, '-p',
+                   'HEAD', '-m', message).decode().strip()
+
+
+def same_tree(root: Path, a: str, b: str) -> bool:
+    """Whether commits `a` and `b` hold the same files."""
+    trees = run_git(root, 'rev-parse', f'{a}^{{tree}}', f'{b}^{{tree}}').split()
+    return trees[0] == trees[1]
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+    """Whether commit `ancestor` is in the history of `descendant` (or is it)."""
+    return subprocess.run(['git', 'merge-base', '--is-ancestor', ancestor, descendant], cwd=root,
+                          capture_output=True, check=False).returncode == 0
+
+
+def keep(root: Path, ref: str, sha: str) -> None:
+    """Point `ref` (under refs/mrbot/) at `sha`, so that git's garbage collection keeps a commit no branch holds."""
+    run_git(root, 'update-ref', ref, sha)
 
 
 def revisions(root: Path, base: str | None, head: str | None, targets: Iterable[str]) -> tuple[str, str | None]:

@@ -37,6 +37,7 @@ from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import breaking_changes, exported, reached_ops
+from mrbot.store import Store
 from mrbot.summary import area, choose_title, line_counts, test_changes
 from mrbot.testing import (
     TestsInterrupted,
@@ -268,7 +269,19 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> Eviden
             steps.run(name, action)
     except KeyboardInterrupt:
         raise PrepareInterrupted(_concluded(record, steps.done)) from None
+    record.loops = loop_outcomes(root, record.ops)
     return _concluded(record, steps.done)
+
+
+def loop_outcomes(root: Path, ops: list[str]) -> list[dict]:
+    """The claim or no-go of the last ended loop of each touched op whose baseline this change builds on."""
+    store = Store.open(root, create=False)
+    if store is None:
+        return []
+    with store:
+        ended = [row for row in store.loops() if row.state != 'open' and row.op in ops]
+    latest = {row.op: row for row in ended if git.is_ancestor(root, row.baseline_sha, 'HEAD')}
+    return [row.outcome for row in latest.values()]
 
 
 def _concluded(record: Evidence, steps: list[Step]) -> Evidence:

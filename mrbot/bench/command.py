@@ -21,7 +21,7 @@ from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
-from mrbot.bench.specs import OpSpec, evaluate, format_specs, touched_ops
+from mrbot.bench.specs import OpSpec, evaluate, format_specs, op_folder, touched_ops
 from mrbot.config import STATE
 from mrbot.progress import Progress, say
 from mrbot.records import (
@@ -40,6 +40,7 @@ from mrbot.records import (
     check_min_effect,
 )
 from mrbot.stack import require_kernel_stack
+from mrbot.store import Store
 from mrbot.testing import device_label, execute_with_progress, plural, writable_file, write_record, xdist_args
 from mrbot.workspace import Workspace
 
@@ -110,7 +111,7 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
     file among them is not run again.
     """
     files = sorted({spec.gate for spec in ops if spec.gate})
-    contract = set(files) | {f'{_op_folder(root, spec)}/naive.py' for spec in ops}
+    contract = set(files) | {f'{op_folder(root, spec)}/naive.py' for spec in ops}
     gate = Gate('skipped', test_files=tuple(files), frozen_ok=not (contract & set(changed)),
                 partial=bool(request.gate_k), changed_contract=tuple(sorted(contract & set(changed))))
     if not request.gate or not files:
@@ -127,12 +128,6 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
     return replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
                    reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]))
-
-
-def _op_folder(root: Path, spec: OpSpec) -> str:
-    """The folder of the op's implementation: its module if that is a package, else the module's folder."""
-    module = spec.callable.split(':')[0].replace('.', '/')
-    return module if (root / module / '__init__.py').exists() else module.rpartition('/')[0]
 
 
 def _runner_profile(root: Path, gpu: str) -> Path:
@@ -380,6 +375,10 @@ def _bench(args: argparse.Namespace) -> int:
     print(format_table(run), end='')
     if output is not None:
         write_record(output, run.to_json(), '--json')
+    if args.record:
+        with Store.open(workspace.root) as store:
+            added = store.add_bench(run)
+        say(f'recorded {plural(added, "median")} in {store.path}', args.quiet)
     return 1 if run.gate.status == 'failed' else 0
 
 
@@ -458,4 +457,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--ncu', metavar='KERNEL_REGEX',
                         help='profile the matching kernels of the first row with Nsight Compute (report under profile/)')
     parser.add_argument('--json', help='write the run record to this file')
+    parser.add_argument('--record', action='store_true',
+                        help='append the medians to the history under .mrbot/ (`mrbot history` shows them)')
     parser.add_argument('-q', '--quiet', action='store_true', help='no progress on stderr, only the results')

@@ -79,6 +79,12 @@ class OpSpec:
     flops: dict[str, str] = field(default_factory=dict)
 
 
+def op_folder(root: Path, spec: OpSpec) -> str:
+    """The folder of the op's implementation: its module if that is a package, else the module's folder."""
+    module = spec.callable.split(':')[0].replace('.', '/')
+    return module if (root / module / '__init__.py').exists() else module.rpartition('/')[0]
+
+
 def load_specs(root: Path, config: Config) -> list[OpSpec]:
     """The benchmarkable ops of the repository at `root` with settings `config`, in declaration order; none when it
     declares none."""

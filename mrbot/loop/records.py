@@ -1,0 +1,136 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The records of an optimization loop: its plan, the loop itself, each try and why a try did not count."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mrbot.bench import stats
+from mrbot.loop.contract import Contract
+from mrbot.records import BenchRequest, BenchRun, JsonObject
+from mrbot.store import FILE, LoopRow, TryRow
+
+# What a try came to: refused before running (frozen contract, gaming rule), red (compile or gate), held for review
+# (an implausible speed-up), or the bench's judgement across the timed rows.
+TRY_VERDICTS = ('refused', 'red', 'held', 'faster', 'slower', 'mixed', 'same', 'noisy')
+# The verdicts of tries whose numbers count: timed on a green gate and not held.
+COUNTED = TRY_VERDICTS[3:]
+# The ids of the loop's own refusals, beside the rule ids of `mrbot rules` (docs/loop.md documents both).
+FROZEN = 'LOOP001'
+IMPLAUSIBLE = 'LOOP002'
+NOT_REPEATED = 'LOOP003'
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a try was refused, red or held: a rule id (GAME001, GATE002, CMP001, LOOP001, or 'gate'), where, and what."""
+
+    rule: str
+    path: str
+    line: int
+    message: str
+
+    def to_json(self) -> dict:
+        return {'rule': self.rule, 'path': self.path, 'line': self.line, 'message': self.message}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Reason:
+        return cls(fields.text('rule'), fields.text('path'), fields.integer('line'), fields.text('message'))
+
+    def __str__(self) -> str:
+        where = f'{self.path}:{self.line}: ' if self.path and self.line else f'{self.path}: ' if self.path else ''
+        return f'{self.rule} {where}{self.message}'
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every measurement of the loop times, fixed at its start: the op, shapes, modes, rounds, least effect, and
+    how many processes share the full gate."""
+
+    op: str
+    shapes: tuple[str, ...]
+    modes: tuple[str, ...]
+    rounds: int
+    min_effect: float
+    gate_workers: int = 1
+
+    def request(self, base: str | None, command: tuple[str, ...]) -> BenchRequest:
+        """The bench request of one measurement: paired against `base`, or of one tree when `base` is None."""
+        return BenchRequest(ops=(self.op,), base=base, modes=self.modes, shapes=self.shapes, rounds=self.rounds,
+                            min_effect=self.min_effect, gate_workers=self.gate_workers, command=command)
+
+    def bench_command(self, base: str) -> str:
+        """The `mrbot bench` line that reproduces a measurement against `base` from a checkout of the candidate."""
+        return ' '.join(['mrbot bench --op', self.op, '--base', base[:12], '--modes', *self.modes,
+                         *(['--shapes', *self.shapes] if self.shapes else []), '--rounds', str(self.rounds)])
+
+    def to_json(self) -> dict:
+        return {'op': self.op, 'shapes': list(self.shapes), 'modes': list(self.modes), 'rounds': self.rounds,
+                'min_effect': self.min_effect, 'gate_workers': self.gate_workers}
+
+    @classmethod
+    def from_json(cls, fields: JsonObject) -> Plan:
+        return cls(fields.text('op'), fields.texts('shapes'), fields.texts('modes'), fields.integer('rounds'),
+                   fields.number('min_effect'), fields.integer('gate_workers', 1))
+
+
+def speedup(run: BenchRun | None) -> float | None:
+    """The equal-weight geometric mean of base/candidate medians over a paired run's rows; None without one."""
+    ratios = [row.base_median_ms / row.median_ms for row in run.rows if row.base_median_ms and row.median_ms] \
+        if run is not None and run.paired else []
+    return stats.geomean(ratios) if ratios else None
+
+
+@dataclass(frozen=True)
+class Try:
+    """One candidate of a loop: its commit, note, diff against the baseline, verdict, reasons and the paired run."""
+
+    number: int
+    created: str
+    sha: str
+    note: str
+    diff: str
+    verdict: str
+    reasons: tuple[Reason, ...]
+    run: BenchRun | None
+
+    @property
+    def speedup(self) -> float | None:
+        return speedup(self.run)
+
+    @property
+    def gate(self) -> str:
+        return self.run.gate.status if self.run is not None else 'not run'
+
+    @classmethod
+    def from_row(cls, row: TryRow) -> Try:
+        fields = JsonObject({'reasons': row.reasons, 'run': row.run}, FILE, f'tries[{row.number}]')
+        run = fields.optional_object('run')
+        return cls(row.number, row.created, row.candidate_sha, row.note, row.diff, row.verdict,
+                   tuple(Reason.from_json(r) for r in fields.objects('reasons')),
+                   BenchRun.from_json(run) if run is not None else None)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """An optimization loop as stored: the op, baseline commit, frozen contract and plan, the baseline's run, and
+    whether it is open, promoted (its outcome a claim) or ended as a no-go (its outcome the no-go record)."""
+
+    id: int
+    started: str
+    baseline_sha: str
+    contract: Contract
+    plan: Plan
+    baseline: BenchRun | None
+    state: str
+    outcome: dict | None
+
+    @classmethod
+    def from_row(cls, row: LoopRow) -> Loop:
+        fields = JsonObject({'contract': row.contract, 'plan': row.request, 'baseline': row.baseline}, FILE,
+                            f'loops[{row.id}]')
+        baseline = fields.optional_object('baseline')
+        return cls(row.id, row.started, row.baseline_sha, Contract.from_json(fields.object('contract')),
+                   Plan.from_json(fields.object('plan')), BenchRun.from_json(baseline) if baseline else None,
+                   row.state, row.outcome)

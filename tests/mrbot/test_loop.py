@@ -1,0 +1,183 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot loop` end to end on a small kernel repository: start, refused, red, gamed, held and clean tries, promotion
+with its claim, a second loop that ends in a no-go, and the history they leave."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+from mrbot.cli import main
+from mrbot.loop.claim import markdown
+from mrbot.prepare import loop_outcomes
+from tests.mrbot.loop_repo import GATE, KERNEL, files
+
+CHUNK = 'pkg/ops/product/chunk.py'
+BASELINE_DELAY = 0.06
+
+
+def _line(text: str, fragment: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def _kernel(delay: float = BASELINE_DELAY, **replacements: str) -> str:
+    text = KERNEL.replace('DELAY', repr(delay))
+    for old, new in replacements.items():
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch):
+    """Numbers from this CPU counted as evidence, as a GPU's would be, so that verdicts and promotion can be reached;
+    the kernels still run in the Triton interpreter."""
+    monkeypatch.setattr('mrbot.bench.command.device_label', lambda: 'compiled (a stand-in for a GPU in this test)')
+    monkeypatch.setattr('mrbot.bench.command.cached_ceilings', lambda state, gpu: {'copy_tbs': 1.0, 'bf16_tflops': 1.0})
+
+
+def _loop(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(['loop', *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _try(repo, capsys, changed: dict[str, str], note: str) -> tuple[int, str]:
+    repo.write(changed)
+    code, out, _ = _loop(capsys, 'try', '-q', '--note', note)
+    repo.git('checkout', '-q', '--', '.')
+    return code, out
+
+
+# Each gamed change: the files it writes, then (rule id, path, the fragment of the line the reason names).
+GAMED = {
+    'loosened tolerance': ({'tests/ops/test_product.py': GATE.replace('1e-5', '1e-2')},
+                           [('LOOP001', 'tests/ops/test_product.py', '1e-2'),
+                            ('GATE002', 'tests/ops/test_product.py', '1e-2')]),
+    'skipped case': ({'tests/ops/test_product.py': GATE.replace("@pytest.mark.parametrize(('B', 'D'), CASES)",
+                                                                "@pytest.mark.skip(reason='slow')\n"
+                                                                "@pytest.mark.parametrize(('B', 'D'), CASES)")},
+                     [('LOOP001', 'tests/ops/test_product.py', 'pytest.mark.skip'),
+                      ('GATE003', 'tests/ops/test_product.py', 'pytest.mark.skip')]),
+    'tf32 on the kernel side': ({CHUNK: _kernel(**{'import torch\n': 'import torch\n\n'
+                                                   'torch.backends.cuda.matmul.allow_tf32 = True\n'})},
+                                [('GATE004', CHUNK, 'allow_tf32')]),
+    'vendor routine': ({CHUNK: _kernel(**{'    product_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)\n':
+                                          "    out = torch.einsum('bd,bd->bd', x, y)\n"})},
+                       [('GAME001', CHUNK, 'torch.einsum')]),
+    'cached output': ({CHUNK: _kernel(**{'def product_sum(x, y):\n': '_SEEN = {}\n\n\ndef product_sum(x, y):\n'
+                                         '    if x.data_ptr() in _SEEN:\n'
+                                         '        return _SEEN[x.data_ptr()]\n',
+                                         '    return out.sum(-1)\n': '    _SEEN[x.data_ptr()] = out.sum(-1)\n'
+                                                                    '    return _SEEN[x.data_ptr()]\n'})},
+                      [('GAME002', CHUNK, '_SEEN[x.data_ptr()] = ')]),
+    'side stream': ({CHUNK: _kernel(**{'    out = torch.empty_like(x)\n': '    out = torch.empty_like(x)\n'
+                                       '    side = torch.cuda.Stream()\n'})},
+                    [('GAME003', CHUNK, 'torch.cuda.Stream()')]),
+}
+
+
+def _reasons(status: dict, number: int) -> list[tuple[str, str, int]]:
+    attempt = next(t for t in status['tries'] if t['number'] == number)
+    return [(r['rule'], r['path'], r['line']) for r in attempt['reasons']]
+
+
+def test_a_loop_from_start_to_claim_and_a_second_to_no_go(repo, monkeypatch, capsys, stand_in_gpu, tmp_path):
+    repo.commit(files(BASELINE_DELAY))
+    monkeypatch.chdir(repo.root)
+    code, out, _ = _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '5', '-q')
+    assert code == 0 and 'loop 1 of product started' in out
+    assert 'tests/ops/test_product.py, pkg/ops/product/naive.py, tests/conftest.py, pkg/utils.py:assert_close' in out
+    assert _loop(capsys, 'start', '--op', 'product')[2].endswith(
+        'loop 1 of product is still open: end it with `mrbot loop promote TRY` or `mrbot loop no-go --bound TEXT` '
+        'before starting another\n')
+
+    # 1: the NaN poisoning is part of the contract
+    code, out = _try(repo, capsys, {'tests/conftest.py': files(0)['tests/conftest.py'].replace(
+        "fill_(float('nan'))", 'zero_()')}, 'no poisoning')
+    assert code == 1 and 'try 1' in out and ': refused' in out
+    # 2: a kernel that writes half its output passes on zeros, and fails on NaN
+    code, out = _try(repo, capsys, {CHUNK: _kernel(**{'mask = offsets < n': 'mask = offsets < n // 2'})}, 'half')
+    assert code == 1 and 'try 2' in out and ': red' in out
+    # 3-8: one gamed change per rule, each refused before anything runs
+    for note, (changed, _) in GAMED.items():
+        code, out = _try(repo, capsys, changed, note)
+        assert code == 1 and ': refused' in out, (note, out)
+    # 9: many times faster without a reason is held for review, not believed
+    code, out = _try(repo, capsys, {CHUNK: _kernel(0.0)}, 'no delay at all')
+    assert code == 1 and ': held' in out and 'LOOP002' in out
+    # 10: a clean change that removes half the delay
+    code, out = _try(repo, capsys, {CHUNK: _kernel(BASELINE_DELAY / 2)}, 'half the delay')
+    assert code == 0 and 'try 10' in out and ': faster' in out
+
+    code, out, _ = _loop(capsys, 'status', '--format', 'json')
+    status = json.loads(out)
+    assert [t['verdict'] for t in status['tries']] == ['refused', 'red', *['refused'] * len(GAMED), 'held', 'faster']
+    assert _reasons(status, 1) == [('LOOP001', 'tests/conftest.py', _line(files(0)['tests/conftest.py'], 'nan'))]
+    assert [r[0] for r in _reasons(status, 2)] == ['gate', 'gate']
+    for number, (note, (changed, expected)) in enumerate(GAMED.items(), 3):
+        assert _reasons(status, number) == [(rule, path, _line(changed[path], fragment))
+                                            for rule, path, fragment in expected], note
+    code, out, _ = _loop(capsys, 'status')
+    board = out.splitlines()
+    assert board[0].startswith('loop 1 of product (open)') and board[0].endswith('10 tries')
+    assert board[2].split()[:3] == ['10', status['tries'][9]['sha'][:12], 'faster']
+
+    assert _loop(capsys, 'promote', '9')[2].endswith('try 9 is held: only a try that was faster with a green gate '
+                                                     'can be promoted\n')
+    code, claim, _ = _loop(capsys, 'promote', '10', '-q')
+    assert code == 0
+    assert claim.startswith('### Optimization loop 1 of `product`: ') and 'x (equal-weight geomean)' in claim
+    assert '| fwd | small | baseline |' in claim and '| | | candidate |' in claim
+    assert 'median ms | mean | std | min | p10 | p90' in claim
+    assert f"git checkout {status['tries'][9]['sha'][:12]} && mrbot bench --op product --base " in claim
+    assert 'mrbot loop promote 10' in claim and 'stored as try 11' in claim
+    assert _loop(capsys, 'claim')[1] == claim
+    # mrbot prepare puts the claim of a loop the change builds on into the PR body
+    outcomes = loop_outcomes(repo.root, ['product'])
+    assert [o['kind'] for o in outcomes] == ['claim'] and markdown(outcomes[0]) == claim
+    assert _loop(capsys, 'status')[2].endswith('no open loop: start one with `mrbot loop start --op OP`\n')
+
+    # a second loop from the promoted change: one neutral try, then a no-go naming the bound
+    repo.commit({CHUNK: _kernel(BASELINE_DELAY / 2)}, '[Perf] Half the delay')
+    assert _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '5', '-q')[0] == 0
+    code, out = _try(repo, capsys, {CHUNK: _kernel(BASELINE_DELAY / 2, **{'    n = x.numel()\n': '    n = x.numel()  '
+                                                                           '# the element count\n'})}, 'a comment')
+    assert code == 0 and (': same' in out or ': noisy' in out)
+    code, no_go, _ = _loop(capsys, 'no-go', '--bound', 'sleep-bound: the delay is the op')
+    assert code == 0 and no_go.startswith('### Optimization loop 2 of `product`: no-go')
+    assert 'Bound: sleep-bound: the delay is the op' in no_go and '| 1 |' in no_go and 'a comment' in no_go
+
+    # the history holds the baseline and every timed try of both loops
+    plot = tmp_path / 'history.svg'
+    assert main(['history', '--op', 'product', '--plot', str(plot)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    # the two baselines and the timed tries: red 2, held 9, faster 10, its re-measure, and the second loop's
+    assert table[1].split()[:4] == ['product', 'fwd', 'small', '7']
+    svg = ElementTree.parse(plot).getroot()
+    texts = {t.text for t in svg.iter('{http://www.w3.org/2000/svg}text')}
+    assert {'product', 'median time (ms)', 'try or commit, in the order recorded', 'fwd small'} <= texts
+    assert any(g.get('id') == 'product: fwd small' for g in svg.iter('{http://www.w3.org/2000/svg}g'))
+
+
+def test_on_cpu_numbers_are_no_win_and_the_loop_says_what_it_freezes(repo, monkeypatch, capsys):
+    repo.commit(files(BASELINE_DELAY))
+    monkeypatch.chdir(repo.root)
+    repo.write({CHUNK: _kernel(BASELINE_DELAY / 2)})
+    assert _loop(capsys, 'start', '--op', 'product')[2] == (
+        'mrbot loop: error: the working tree has uncommitted changes: the baseline is a commit; commit or stash them, '
+        'then start the loop\n')
+    repo.git('checkout', '-q', '--', '.')
+    assert _loop(capsys, 'start', '--op', 'nope')[2].endswith('--op nope: not a benchmarkable op; declared ops: '
+                                                              'product\n')
+    assert _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3', '-q')[0] == 0
+    code, out = _try(repo, capsys, {CHUNK: _kernel(BASELINE_DELAY / 2)}, 'half the delay')
+    # the interpreter's numbers are no evidence: the try is timed, but no verdict says faster
+    assert code == 0 and ': noisy' in out and 'not evidence' in out
+    assert _loop(capsys, 'promote', '1')[2].endswith('try 1 is noisy: only a try that was faster with a green gate '
+                                                     'can be promoted\n')
+    assert _loop(capsys, 'try', '-q')[2].endswith('the candidate is the baseline itself: change the kernel first (a '
+                                                  'try is one change)\n')
