@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mrbot import git
+from mrbot.ci import event as ci_event
 from mrbot.ci import github
 from mrbot.ci.event import Ended
+from mrbot.ci.poster import post_run
 from mrbot.config import Config
 from mrbot.records import MrbotError
 
@@ -23,6 +25,8 @@ from mrbot.records import MrbotError
 def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> int:
     root = git.repo_root(Path.cwd())
     folder = Path(args.artifact) if args.artifact else None
+    if args.history and (folder is None or args.step == 'run' or args.forge == 'gitlab'):
+        raise MrbotError('--history FILE goes with --artifact DIR on GitHub: only the poster records the history')
     try:
         if args.step == 'run':
             # the GPU job and GitLab's command job need torch; GitHub's jobs holding a token install no more than
@@ -38,10 +42,22 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
             from mrbot.ci import gitlab
 
             return gitlab.act(root, environ, folder)
-        github.act(root, environ, folder)
+        if args.history:
+            _post_recording(environ, folder, Path(args.history))
+        else:
+            github.act(root, environ, folder)
     except Ended as reason:
         print(f'mrbot action: nothing to do: {reason}')
     return 0
+
+
+def _post_recording(environ: Mapping[str, str], folder: Path | None, history: Path) -> None:
+    """The poster with its history: the one job that holds a write token and runs no pull-request code records."""
+    event = github.github_event(environ)
+    if event.name != 'workflow_run':
+        raise MrbotError(f'--history: only the poster of a workflow_run event records timings, not a {event.name} job')
+    posted = post_run(lambda: ci_event.open_forge('github', event.repository, environ), event, folder, history)
+    print(f"mrbot action: posted {', '.join(posted)}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,3 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--artifact', metavar='DIR',
                         help='write what would be posted into DIR (fork PRs), or post what DIR holds (workflow_run)')
     parser.add_argument('--out', metavar='DIR', help='with run: where the result for the poster goes')
+    parser.add_argument('--history', metavar='FILE',
+                        help="with --artifact on a workflow_run: record the base medians of /bench results in the "
+                             "history store FILE (made on first use) and end each result with the op's trend")

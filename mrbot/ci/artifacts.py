@@ -10,15 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Forge
-from mrbot.records import MrbotError
+from mrbot.records import BENCH_MODES, MrbotError
 
 ARTIFACT = 'mrbot-artifact.json'
 # What each triggering event may leave: a report from `mrbot PR`, results and notes from `mrbot command`.
 KINDS_BY_EVENT = {'pull_request': ('report',), 'issue_comment': ('result', 'accepted')}
 # Well above a body the largest forge limit lets through (GitLab's 1,000,000 characters) with its check's annotations.
 MAX_ARTIFACT_BYTES = 8_000_000
+# The base medians a bench result may carry into the poster's history: well above the rows of any one /bench.
+MAX_TIMINGS = 500
 _SHA = re.compile(r'[0-9a-f]{40}')
 _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
+_NAME = re.compile(r'[A-Za-z0-9_.-]{1,80}')
 
 
 def write_artifact(folder: Path, artifact: dict) -> None:
@@ -57,6 +60,8 @@ def read_artifact(folder: Path) -> dict:
     if check is not None and not _valid_check(check):
         problems.append(f"check must have a conclusion ({', '.join(CONCLUSIONS)}), title, summary and annotations "
                         f"each with path, line and a level of {', '.join(ANNOTATION_LEVELS)}")
+    if 'timings' in artifact and (problem := _timings_problem(artifact)):
+        problems.append(problem)
     if problems:
         raise MrbotError(f"{path}: not a valid mrbot artifact: {'; '.join(problems)}")
     return artifact
@@ -69,6 +74,43 @@ def _valid_check(check: object) -> bool:
     return check.get('conclusion') in CONCLUSIONS and isinstance(annotations, list) and all(
         isinstance(a, dict) and isinstance(a.get('path'), str) and isinstance(a.get('line'), int)
         and a.get('level') in ANNOTATION_LEVELS and isinstance(a.get('message'), str) for a in annotations)
+
+
+def _timings_problem(artifact: dict) -> str:
+    """What is wrong with the base medians an artifact carries for the poster's history, or ''."""
+    timings = artifact['timings']
+    if not isinstance(timings, list) or len(timings) > MAX_TIMINGS:
+        return f'timings must be a list of at most {MAX_TIMINGS} entries'
+    for index, timing in enumerate(timings):
+        problem = _timing_problem(f'timings[{index}]', timing)
+        if problem:
+            return problem
+    if not isinstance(artifact.get('base'), str) or not _SHA.fullmatch(artifact['base']):
+        return 'base must be 40 hexadecimal digits where timings are'
+    if artifact.get('kind') != 'result' or not str(artifact.get('purpose')).startswith('bench-'):
+        return 'only the result of a bench carries timings'
+    return ''
+
+
+def _timing_problem(at: str, timing: object) -> str:
+    """What is wrong with one base median, `at` the place it was found, or ''."""
+    if not isinstance(timing, dict):
+        return f'{at} must be an object'
+    for key in ('op', 'shape'):
+        if not isinstance(timing.get(key), str) or not _NAME.fullmatch(timing[key]):
+            return f'{at}.{key} must be 1 to 80 letters, digits, _, . or -'
+    if timing.get('mode') not in BENCH_MODES:
+        return f"{at}.mode must be {' or '.join(BENCH_MODES)}"
+    gpu = timing.get('gpu')
+    if not isinstance(gpu, str) or not 0 < len(gpu) <= 100 or not gpu.isprintable():
+        return f'{at}.gpu must be printable text of 1 to 100 characters'
+    median = timing.get('median_ms')
+    # NaN fails both comparisons; a bool is an int to Python, never a time
+    if isinstance(median, bool) or not isinstance(median, (int, float)) or not 0 < median < 1e6:
+        return f'{at}.median_ms must be a number of milliseconds above 0 and below 1e6'
+    if not isinstance(timing.get('evidence'), bool):
+        return f'{at}.evidence must be true or false'
+    return ''
 
 
 def validate_for_run(forge: Forge, run: dict, artifact: dict, accepted_on: Callable[[int], list[dict]]) -> None:

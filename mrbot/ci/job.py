@@ -12,9 +12,9 @@ from pathlib import Path
 from mrbot import commands, git
 from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
-from mrbot.ci.artifacts import write_artifact
+from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
 from mrbot.config import Config
-from mrbot.records import BENCH_MODES, BenchRequest, MrbotError, TestRun
+from mrbot.records import BENCH_MODES, BenchRequest, BenchRun, MrbotError, TestRun
 from mrbot.render import render
 from mrbot.selection import select_change
 from mrbot.stack import require_kernel_stack
@@ -31,15 +31,23 @@ def _capability() -> str:
     return f'sm_{major}{minor}'
 
 
-def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[dict, str]:
-    """The paired bench record of a `/bench` command, and the command line that reproduces it (rounds aside)."""
+def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[BenchRun, str]:
+    """The paired bench run of a `/bench` command, and the command line that reproduces it (rounds aside)."""
     argv = ['--op', *args['ops']] if args['ops'] else ['--from-diff']
     argv += ['--modes', *args['modes']] if args['modes'] else []
     argv += ['--shapes', *args['shapes']] if args['shapes'] else []
     request = BenchRequest(ops=tuple(args['ops']), from_diff=not args['ops'], base=base, rounds=args['rounds'],
                            modes=tuple(args['modes']) or BENCH_MODES, shapes=tuple(args['shapes']),
                            command=('mrbot', 'bench', *argv, '--base', base, '--rounds', str(args['rounds'])))
-    return bench_command.measure(request, workspace).to_json(), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+    return bench_command.measure(request, workspace), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+
+
+def _base_timings(run: BenchRun) -> list[dict]:
+    """The base side's medians of a paired run, for the poster's history: the base branch's numbers, never the PR's."""
+    timings = [{'op': row.op, 'mode': row.mode, 'shape': row.shape.name, 'median_ms': row.base_median_ms,
+                'gpu': run.machine.gpu, 'evidence': row.evidence} for row in run.rows if row.base_median_ms]
+    # the poster refuses an artifact with more, which would lose the result itself
+    return timings[:MAX_TIMINGS]
 
 
 def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
@@ -79,7 +87,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
               'bench_command': '',
               'run_url': run_url or f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/"
                                     f"{environ.get('GITHUB_RUN_ID', '')}"}
-    code = 0
+    code, measured = 0, {}
     try:
         head = git.resolve(root, 'HEAD')
         if head != sha:
@@ -94,14 +102,15 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
                                                  else config.target_branches)
         if command.kind == 'bench':
-            result['bench'], result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
+            run, result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
+            result['bench'], measured = run.to_json(), {'base': base, 'timings': _base_timings(run)}
         else:
             result['tests'] = _test_result(root, config, command.args, base)
     except MrbotError as error:
         result['error'], code = str(error), 1
     body = render('command_result.md.j2', root / config.templates if config.templates else None, r=result)
     write_artifact(out, {'schema': 1, 'kind': 'result', 'pr': pr, 'sha': sha, 'run': environ.get('GITHUB_RUN_ID', ''),
-                         'purpose': f'{command.kind}-{runner}', 'body': body, 'check': None})
+                         'purpose': f'{command.kind}-{runner}', 'body': body, 'check': None, **measured})
     print(body, end='')
     if result['error']:
         print(f"mrbot action run: error: {result['error']}", file=sys.stderr)

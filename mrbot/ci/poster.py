@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import functools
 import re
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,9 @@ from mrbot import commands
 from mrbot.ci.artifacts import ARTIFACT, read_artifact, validate_for_run
 from mrbot.ci.event import Ended, Event, write_summary
 from mrbot.forges import Annotation, Forge, Note, fit_body, sticky_room
+from mrbot.history import DEFAULT_LAST, trends
 from mrbot.records import MrbotError
+from mrbot.store import Store, Timing, now
 
 CHECK_NAME = 'mrbot check'
 # A line that opens or closes a fenced code block, and a run of backticks that opens or closes an inline code span.
@@ -127,10 +130,49 @@ def _mark_done(forge: Forge, number: int, run: str, notes: list[Note]) -> None:
             forge.edit_comment(number, note.id, with_done(note.body, run))
 
 
-def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None) -> list[str]:
+def _evidence_timings(artifact: dict) -> list[Timing]:
+    """The base medians a bench result carries, as the history records them; interpreter timings are a trend of
+    nothing."""
+    base = artifact.get('base', '')
+    return [Timing(now(), 'bench', base[:12], base, t['op'], t['mode'], t['shape'], t['gpu'], True,
+                   float(t['median_ms'])) for t in artifact.get('timings', ()) if t['evidence']]
+
+
+def _trend(store: Store, timings: list[Timing]) -> str:
+    """The section a result ends with: per GPU, the trend of each op of `timings` on the base branch."""
+    lines = []
+    for gpu in dict.fromkeys(t.gpu for t in timings):
+        lines += ['', f'Trend on the base branch (base medians of /bench runs on {gpu}, oldest first, last '
+                      f'{DEFAULT_LAST}):', '']
+        for op in dict.fromkeys(t.op for t in timings if t.gpu == gpu):
+            lines += [f'- {op} {series}: {trend}' for series, trend in trends(store, op, gpu).items()]
+    return '\n'.join(lines) + '\n'
+
+
+def _with_trends(artifacts: list[dict], history: Path) -> list[dict]:
+    """`artifacts`, the evidence base medians of each bench result recorded in the store at `history` and its body
+    ending with their trend; on a store error, as they were, with one line on stderr: a lost point must not lose
+    the post."""
+    timed = [(artifact, _evidence_timings(artifact)) for artifact in artifacts]
+    if not any(timings for _, timings in timed):
+        return artifacts
+    try:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        with Store.at(history) as store:
+            store.add_timings([timing for _, timings in timed for timing in timings])
+            return [{**artifact, 'body': artifact['body'].rstrip('\n') + '\n' + _trend(store, timings)}
+                    if timings else artifact for artifact, timings in timed]
+    except (MrbotError, sqlite3.Error, OSError) as error:
+        print(f'mrbot action: no trend posted, the history store failed: {error}', file=sys.stderr)
+        return artifacts
+
+
+def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None, history: Path | None = None
+             ) -> list[str]:
     """Post each artifact in `folder` (itself, or in subfolders as download-artifact leaves several) that belongs to
     the triggering workflow run, and for an accepted job that left no result, its note; an error names the ones
-    refused, after the others are posted. The forge is opened only once there is something to post."""
+    refused, after the others are posted. The forge is opened only once there is something to post. With `history`,
+    the base medians of bench results go into the store in that file, and each result shows their trend."""
     if folder is None:
         raise MrbotError("a workflow_run event posts an artifact: pass --artifact DIR with the triggering run's files")
     fields = event.fields().object('workflow_run')
@@ -174,6 +216,8 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None)
         if withheld:
             print(f"mrbot action: no check run for #{artifact['pr']}: {withheld}", file=sys.stderr)
             valid[index] = {**artifact, 'check': None}
+    if history is not None:
+        valid = _with_trends(valid, history)
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
     posted = []
     try:
