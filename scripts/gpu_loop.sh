@@ -12,24 +12,35 @@ for s in "$@"; do
     setup)
       step setup; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
       python3 -c "import torch, triton, sys; print(torch.__version__, triton.__version__, torch.version.cuda, sys.version.split()[0])"
-      git log --oneline -1 || { git init -q && git $G add -A && git $G commit -qm base; }
-      git status --short | head -30; [ -z "$(git status --porcelain)" ] || { git $G add -A && git $G commit -qm "device: this session's uncommitted work"; }
-      git log --oneline -2; rm -rf /tmp/loop; git clone -q . /tmp/loop && git -C /tmp/loop status --short ;;
+      if [ -d /tmp/loop ]; then echo "warm machine: /tmp/loop kept"
+      elif [ -f .gpu/loop.bundle ]; then
+        # a machine given back between calls: the loop comes back from what the last call returned (carry .gpu)
+        git clone -q .gpu/loop.bundle /tmp/loop && git -C /tmp/loop fetch -q "$PWD/.gpu/loop.bundle" 'refs/mrbot/*:refs/mrbot/*' \
+          && mkdir -p /tmp/loop/.mrbot && cp .gpu/history.sqlite3 /tmp/loop/.mrbot/ && echo "restored /tmp/loop from .gpu"
+      else
+        git log --oneline -1 || { git init -q && git $G add -A && git $G commit -qm base; }
+        git status --short | head -30; [ -z "$(git status --porcelain)" ] || { git $G add -A && git $G commit -qm "device: this session's uncommitted work"; }
+        git log --oneline -2; git clone -q . /tmp/loop && git -C /tmp/loop status --short
+      fi ;;
     start)
-      step start; timeout -s INT 420 $M loop start --op chunk_simple_gla --shapes B8-T2048-H16-K128 B4-T4096-H32-K64 --rounds 10 --gate-workers 6 ;;
+      step start; timeout -s INT 420 $M loop start --op chunk_simple_gla --shapes B8-T2048-H16-K128 B4-T4096-H32-K64 --rounds 10 --gate-workers 12 ;;
     try-*)
       name=${s#try-}; step "$s"; git checkout -q -- fla; python3 scripts/loop_candidates.py $name || exit 1
       note=$(case $name in slower) echo "copy q before the forward (deliberately slower)";; neutral) echo "a comment in the forward kernel (neutral)";; configs) echo "forward autotune over 2-8 warps and 2-4 stages";; esac)
       timeout -s INT 370 $M loop try --note "$note"; git checkout -q -- fla ;;
     status) step status; $M loop status; $M loop status --format json > $OUT/status.json ;;
-    promote-*) step "$s"; timeout -s INT 300 $M loop promote ${s#promote-} ;;
-    no-go)
-      step no-go
-      last=$($M loop status --format json | python3 -c "import json,sys; print(json.load(sys.stdin)['tries'][-1]['verdict'])")
-      [ "$last" = faster ] && { echo "the last try is faster: no no-go"; continue; }
-      $M loop no-go --bound "latency-bound: each program walks its chunks in order, a chain of dependent steps per chunk with about two programs per SM (docs/performance.md); the forward's warp and stage space does not move it" ;;
+    end)
+      # promote the try with the best geomean among the faster ones; with none, the loop ends in a no-go
+      step end; best=$($M loop status --format json | python3 -c "
+import json, sys
+faster = [t for t in json.load(sys.stdin)['tries'] if t['verdict'] == 'faster']
+print(max(faster, key=lambda t: t['speedup'])['number'] if faster else '')")
+      if [ -n "$best" ]; then timeout -s INT 300 $M loop promote "$best"
+      else $M loop no-go --bound "latency-bound: each program walks its chunks in order, a chain of dependent steps per chunk with about two programs per SM (docs/performance.md); the forward's warp and stage space does not move it"
+      fi ;;
     claim) step claim; $M loop claim > $OUT/claim.md; cat $OUT/claim.md ;;
   esac
-  # the store leaves the machine after every step: a machine given back between calls keeps nothing
+  # the store and the loop's commits leave the machine after every step: a machine given back keeps nothing
   [ -f .mrbot/history.sqlite3 ] && python3 -c "import sqlite3,sys; s=sqlite3.connect('.mrbot/history.sqlite3'); d=sqlite3.connect(sys.argv[1]); s.backup(d); d.close()" $OUT/history.sqlite3
+  [ "$s" = setup ] || git bundle create -q $OUT/loop.bundle --all
 done
