@@ -3,7 +3,8 @@
 """How a loop ends: the claim of a promoted try, or the no-go record of a loop that found no win.
 
 Both are plain JSON (stored as the loop's outcome, put in the PR body by `mrbot prepare`) and rendered to markdown by
-the `loop_outcome.md.j2` template. Every number in them comes from the stored runs.
+the `loop_outcome.md.j2` template. Every number in them comes from the stored runs, unrounded: the template rounds
+once, so a try shows the same speed-up in `mrbot loop status` and in the claim.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ from mrbot.render import render
 STATISTICS = ('median', 'mean', 'std', 'min', 'p10', 'p90')
 
 
-def _rounded(summary: dict[str, float]) -> dict[str, float]:
-    return {key: round(summary[key], 5) for key in STATISTICS}
+def _statistics(summary: dict[str, float]) -> dict[str, float]:
+    return {key: summary[key] for key in STATISTICS}
 
 
 def _rates(row: BenchRow, ms: float) -> dict[str, float]:
     """The row's achieved rates at `ms`: the same bytes and flops move in either side, so they scale with the time."""
-    return {key: round(value * row.median_ms / ms, 3) for key, value in row.throughput.items()} if ms else {}
+    return {key: value * row.median_ms / ms for key, value in row.throughput.items()} if ms else {}
 
 
 def _row(row: BenchRow) -> dict:
     base_ms = row.base_median_ms or 0.0
-    return {'op': row.op, 'mode': row.mode, 'shape': row.shape.name, 'baseline': _rounded(stats.summary(row.base_ms)),
-            'candidate': _rounded(stats.summary(row.samples_ms)), 'speedup': round(base_ms / row.median_ms, 4),
+    return {'op': row.op, 'mode': row.mode, 'shape': row.shape.name, 'baseline': _statistics(stats.summary(row.base_ms)),
+            'candidate': _statistics(stats.summary(row.samples_ms)), 'speedup': base_ms / row.median_ms,
             'ratio': row.ratio, 'ci': [row.ci_low, row.ci_high], 'verdict': row.verdict,
             'baseline_rates': _rates(row, base_ms), 'candidate_rates': dict(row.throughput), 'flags': list(row.flags)}
 
@@ -45,7 +46,7 @@ def _machine(run: BenchRun) -> dict:
 
 def _attempt(attempt: Try) -> dict:
     return {'number': attempt.number, 'sha': attempt.sha, 'note': attempt.note, 'verdict': attempt.verdict,
-            'gate': attempt.gate, 'speedup': None if attempt.speedup is None else round(attempt.speedup, 4),
+            'gate': attempt.gate, 'speedup': attempt.speedup,
             'reasons': [str(reason) for reason in attempt.reasons]}
 
 
@@ -63,7 +64,7 @@ def claim(loop: Loop, remeasured: Try, number: int, tries: list[Try]) -> dict:
     run = remeasured.run
     return {'kind': 'claim', 'loop': loop.id, 'op': loop.plan.op, 'baseline_sha': loop.baseline_sha,
             'candidate_sha': remeasured.sha, 'try': number, 'remeasure': remeasured.number, 'note': remeasured.note,
-            'speedup': round(remeasured.speedup, 4), 'rounds': run.rounds, 'gate': run.gate.to_json(),
+            'speedup': remeasured.speedup, 'rounds': run.rounds, 'gate': run.gate.to_json(),
             'rows': [_row(row) for row in run.rows], 'machine': _machine(run),
             'commands': [*_commands(loop, remeasured.sha), f'mrbot loop promote {number}'],
             'attempts': [_attempt(t) for t in tries]}
@@ -76,7 +77,7 @@ def no_go(loop: Loop, tries: list[Try], bound: str) -> dict:
     best = max(timed, key=lambda t: t.speedup, default=None)
     baseline = loop.baseline
     return {'kind': 'no-go', 'loop': loop.id, 'op': loop.plan.op, 'baseline_sha': loop.baseline_sha, 'bound': bound,
-            'baseline': [{'mode': row.mode, 'shape': row.shape.name, **_rounded(stats.summary(row.samples_ms)),
+            'baseline': [{'mode': row.mode, 'shape': row.shape.name, **_statistics(stats.summary(row.samples_ms)),
                           'rates': dict(row.throughput)} for row in baseline.rows] if baseline else [],
             'machine': _machine(baseline) if baseline else None, 'attempts': [_attempt(t) for t in tries],
             'best': None if best is None else {'try': best.number, 'rows': [_row(row) for row in best.run.rows]},

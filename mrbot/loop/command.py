@@ -65,6 +65,14 @@ def _ended(store: Store, op: str | None) -> Loop:
     return ended[-1]
 
 
+def _shown(store: Store, op: str | None) -> Loop:
+    """The open loop, or when none is open the loop that ended last: its leaderboard stays readable after the end."""
+    loops = [Loop.from_row(row) for row in store.loops(op)]
+    if not loops or any(loop.state == 'open' for loop in loops):
+        return protocol.current_loop(store, op)
+    return loops[-1]
+
+
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
     command = ('mrbot', 'loop', *sys.argv[2:]) if sys.argv[1:2] == ['loop'] else ('mrbot', 'loop', args.action)
@@ -81,17 +89,19 @@ def run(args: argparse.Namespace) -> int:
         if args.action == 'claim':
             print(markdown(_ended(store, args.op).outcome, None), end='')
             return 0
-        loop = protocol.current_loop(store, args.op)
         if args.action == 'status':
+            loop = _shown(store, args.op)
             tries = [Try.from_row(row) for row in store.tries(loop.id)]
             if args.format == 'json':
-                print(json.dumps({'loop': loop.id, 'op': loop.plan.op, 'baseline_sha': loop.baseline_sha,
+                print(json.dumps({'loop': loop.id, 'op': loop.plan.op, 'state': loop.state,
+                                  'baseline_sha': loop.baseline_sha,
                                   'tries': [{'number': t.number, 'sha': t.sha, 'verdict': t.verdict,
                                              'speedup': t.speedup, 'gate': t.gate, 'note': t.note,
                                              'reasons': [r.to_json() for r in t.reasons]} for t in tries]}, indent=2))
             else:
                 print(leaderboard(loop, tries), end='')
             return 0
+        loop = protocol.current_loop(store, args.op)
         if args.action == 'try':
             attempt = protocol.attempt(root, store, loop, args.commit, args.note, command, args.quiet)
             if attempt.run is not None:

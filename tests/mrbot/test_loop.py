@@ -135,11 +135,15 @@ def test_a_loop_from_start_to_claim_and_a_second_to_no_go(repo, monkeypatch, cap
     assert 'median ms | mean | std | min | p10 | p90' in claim
     assert f"git checkout {status['tries'][9]['sha'][:12]} && mrbot bench --op product --base " in claim
     assert 'mrbot loop promote 10' in claim and 'stored as try 11' in claim
+    # the claim rounds the stored numbers once: its attempts show the speed-up that the leaderboard shows
+    assert f"| 10 | `{status['tries'][9]['sha'][:10]}` | faster | passed | {board[2].split()[3]} |" in claim
     assert _loop(capsys, 'claim')[1] == claim
     # mrbot prepare puts the claim of a loop the change builds on into the PR body
     outcomes = loop_outcomes(repo.root, ['product'])
     assert [o['kind'] for o in outcomes] == ['claim'] and markdown(outcomes[0]) == claim
-    assert _loop(capsys, 'status')[2].endswith('no open loop: start one with `mrbot loop start --op OP`\n')
+    # the ended loop's leaderboard stays readable; what needs an open loop says there is none
+    assert _loop(capsys, 'status')[1].startswith('loop 1 of product (promoted), ')
+    assert _loop(capsys, 'try')[2].endswith('no open loop: start one with `mrbot loop start --op OP`\n')
 
     # a second loop from the promoted change: one neutral try, then a no-go naming the bound
     repo.commit({CHUNK: _kernel(BASELINE_DELAY / 2)}, '[Perf] Half the delay')
