@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -608,6 +609,26 @@ class JsonObject:
 
 BENCH_MODES = ('fwd', 'fwdbwd')
 BENCH_DISPATCH = ('off', 'on')
+# Variables mrbot itself sets around the gate and the timed sides; `--dispatch` and the device choose them, not `--env`.
+RESERVED_VARIABLES = ('FLA_DISABLE_BACKEND_DISPATCH', 'TRITON_INTERPRET', 'TRITON_CACHE_DIR', 'PYTHONPATH')
+_VARIABLE = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,127}')
+
+
+def parse_environment(assignments: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`--env NAME=VALUE` options as (name, value) pairs, refused when a name is malformed, reserved or given twice."""
+    pairs: dict[str, str] = {}
+    for assignment in assignments:
+        name, equals, value = assignment.partition('=')
+        if not equals or not _VARIABLE.fullmatch(name):
+            raise MrbotError(f'--env {ascii(assignment[:80])}: expected NAME=VALUE with NAME a variable name')
+        if name in RESERVED_VARIABLES or name.startswith('MRBOT_'):
+            raise MrbotError(f'--env {name}: mrbot sets this variable itself (use --dispatch for backend dispatch)')
+        if len(value) > 1000 or any(not character.isprintable() for character in value):
+            raise MrbotError(f'--env {name}: expected a printable value of at most 1000 characters')
+        if name in pairs:
+            raise MrbotError(f'--env {name}: given twice')
+        pairs[name] = value
+    return tuple(sorted(pairs.items()))
 # A paired comparison's confidence interval needs this many rounds (mrbot.bench.stats.MIN_ROUNDS).
 PAIRED_MIN_ROUNDS = 3
 
@@ -639,6 +660,8 @@ class BenchRequest:
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     dispatch: str = 'off'
+    # extra variables for the gate and both timed sides, e.g. a backend's switch: (('FLA_SIMPLE_GLA_GLUON', '1'),)
+    environment: tuple[tuple[str, str], ...] = ()
     gate: bool = True
     gate_k: str | None = None
     gate_workers: int = 1

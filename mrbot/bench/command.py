@@ -38,6 +38,7 @@ from mrbot.records import (
     Shape,
     Statistics,
     check_min_effect,
+    parse_environment,
 )
 from mrbot.stack import require_kernel_stack
 from mrbot.store import Store
@@ -117,12 +118,15 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
     if not request.gate or not files:
         return gate
     pytest_args = (('-k', request.gate_k) if request.gate_k else ()) + xdist_args(request.gate_workers, '--gate-workers')
-    reused = [] if request.gate_k else [r for r in earlier if r.file in files and r.dispatch == 'off']
+    # the gate checks what is timed: the same dispatch and variables, so a backend served while timing is the one tested
+    reusable = not request.gate_k and request.dispatch == 'off' and not request.environment
+    reused = [r for r in earlier if r.file in files and r.dispatch == 'off'] if reusable else []
     missing = [f for f in files if f not in {r.file for r in reused}]
     say(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
         + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), quiet)
-    runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, 'off', quiet=quiet, title='gate',
-                                           interpret=interpret, pytest_args=pytest_args) if missing else [])
+    runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,
+                                           title='gate', interpret=interpret, pytest_args=pytest_args,
+                                           environment=dict(request.environment)) if missing else [])
     passed = all(r.ok for r in runs)
     seconds = round(sum(r.duration for r in runs), 1)
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
@@ -250,7 +254,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
     gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
-    environment = {'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
+    environment = {**dict(request.environment), 'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
     head_sha = git.resolve(root, 'HEAD')
@@ -354,8 +358,9 @@ def request_of(args: argparse.Namespace, command: tuple[str, ...]) -> BenchReque
     return BenchRequest(ops=tuple(args.op or ()), from_diff=args.from_diff, base=args.base, aa=args.aa,
                         modes=tuple(args.modes), shapes=tuple(args.shapes or ()), rounds=args.rounds,
                         min_effect=args.min_effect, eager=args.eager, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms,
-                        dispatch=args.dispatch, gate=not args.no_gate, gate_k=args.gate_k,
-                        gate_workers=args.gate_workers, gate_timeout=args.gate_timeout, ncu=args.ncu, command=command)
+                        dispatch=args.dispatch, environment=parse_environment(args.env), gate=not args.no_gate,
+                        gate_k=args.gate_k, gate_workers=args.gate_workers, gate_timeout=args.gate_timeout,
+                        ncu=args.ncu, command=command)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -448,6 +453,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--warmup-ms', type=float, default=25.0)
     parser.add_argument('--rep-ms', type=float, default=100.0)
     parser.add_argument('--dispatch', choices=BENCH_DISPATCH, default='off', help='backend dispatch while timing')
+    parser.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',
+                        help="a variable for the gate and both timed sides, e.g. a backend's switch (repeatable)")
     parser.add_argument('--no-gate', action='store_true', help='skip the correctness gate (a faster verdict is then withheld)')
     parser.add_argument('--gate-k', help='run only the gate tests matching this -k expression (a partial gate)')
     parser.add_argument('--gate-workers', type=int, default=1,

@@ -54,7 +54,7 @@ def _commands(loop: Loop, candidate: str) -> list[str]:
     plan = loop.plan
     return [f"mrbot loop start --op {plan.op} --modes {' '.join(plan.modes)}"
             + (f" --shapes {' '.join(plan.shapes)}" if plan.shapes else '') + f' --rounds {plan.rounds}'
-            + f'  # at {loop.baseline_sha[:12]}',
+            + ''.join(f' {option}' for option in plan.options()) + f'  # at {loop.baseline_sha[:12]}',
             f'git checkout {candidate[:12]} && {plan.bench_command(loop.baseline_sha)}']
 
 

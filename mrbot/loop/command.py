@@ -22,7 +22,7 @@ from mrbot.bench.command import DEFAULT_MIN_EFFECT, format_table
 from mrbot.loop import protocol
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import COUNTED, Loop, Plan, Try
-from mrbot.records import BENCH_MODES, PAIRED_MIN_ROUNDS, MrbotError, check_min_effect
+from mrbot.records import BENCH_DISPATCH, BENCH_MODES, PAIRED_MIN_ROUNDS, MrbotError, check_min_effect, parse_environment
 from mrbot.store import Store
 from mrbot.testing import xdist_args
 from mrbot.words import plural
@@ -54,7 +54,8 @@ def _plan(args: argparse.Namespace) -> Plan:
                          f'{args.rounds}')
     check_min_effect(args.min_effect)
     xdist_args(args.gate_workers, '--gate-workers')
-    return Plan(args.op, tuple(args.shapes or ()), tuple(args.modes), args.rounds, args.min_effect, args.gate_workers)
+    return Plan(args.op, tuple(args.shapes or ()), tuple(args.modes), args.rounds, args.min_effect, args.gate_workers,
+                args.dispatch, parse_environment(args.env))
 
 
 def _ended(store: Store, op: str | None) -> Loop:
@@ -130,6 +131,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help='smallest relative change a verdict may call faster or slower (default: 0.02)')
     start.add_argument('--gate-workers', type=int, default=1,
                        help='processes for the full gate of every try (pytest-xdist; they share the GPU before timing)')
+    start.add_argument('--dispatch', choices=BENCH_DISPATCH, default='off',
+                       help='backend dispatch for the gate and the timing of every measurement (default: off)')
+    start.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',
+                       help="a variable for the gate and the timing of every measurement, e.g. a backend's switch")
     attempt = actions.add_parser('try', help='gate and time the working tree (or a commit) against the baseline')
     attempt.add_argument('--note', default='', help='what this candidate changes, in a few words')
     attempt.add_argument('--commit', help='this commit instead of the working tree')

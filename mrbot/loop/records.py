@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from mrbot.bench import stats
 from mrbot.loop.contract import Contract
-from mrbot.records import BenchRequest, BenchRun, JsonObject
+from mrbot.records import BENCH_DISPATCH, BenchRequest, BenchRun, JsonObject, parse_environment
 from mrbot.store import FILE, LoopRow, TryRow
 
 # What a try came to: refused before running (frozen contract, gaming rule), red (compile or gate), held for review
@@ -45,8 +46,9 @@ class Reason:
 
 @dataclass(frozen=True)
 class Plan:
-    """What every measurement of the loop times, fixed at its start: the op, shapes, modes, rounds, least effect, and
-    how many processes share the full gate."""
+    """What every measurement of the loop times, fixed at its start: the op, shapes, modes, rounds, least effect, how
+    many processes share the full gate, and the backend dispatch and variables under which both gate and timing run
+    (a backend's port is timed and gated as served)."""
 
     op: str
     shapes: tuple[str, ...]
@@ -54,25 +56,39 @@ class Plan:
     rounds: int
     min_effect: float
     gate_workers: int = 1
+    dispatch: str = 'off'
+    environment: tuple[tuple[str, str], ...] = ()
 
     def request(self, base: str | None, command: tuple[str, ...]) -> BenchRequest:
         """The bench request of one measurement: paired against `base`, or of one tree when `base` is None."""
         return BenchRequest(ops=(self.op,), base=base, modes=self.modes, shapes=self.shapes, rounds=self.rounds,
-                            min_effect=self.min_effect, gate_workers=self.gate_workers, command=command)
+                            min_effect=self.min_effect, gate_workers=self.gate_workers, dispatch=self.dispatch,
+                            environment=self.environment, command=command)
+
+    def options(self) -> list[str]:
+        """The command-line options of the plan's dispatch and variables, shared by `loop start` and `bench`."""
+        return [*(['--dispatch', self.dispatch] if self.dispatch != 'off' else []),
+                *[f'--env {shlex.quote(f"{name}={value}")}' for name, value in self.environment]]
 
     def bench_command(self, base: str) -> str:
         """The `mrbot bench` line that reproduces a measurement against `base` from a checkout of the candidate."""
         return ' '.join(['mrbot bench --op', self.op, '--base', base[:12], '--modes', *self.modes,
-                         *(['--shapes', *self.shapes] if self.shapes else []), '--rounds', str(self.rounds)])
+                         *(['--shapes', *self.shapes] if self.shapes else []), '--rounds', str(self.rounds),
+                         *self.options()])
 
     def to_json(self) -> dict:
         return {'op': self.op, 'shapes': list(self.shapes), 'modes': list(self.modes), 'rounds': self.rounds,
-                'min_effect': self.min_effect, 'gate_workers': self.gate_workers}
+                'min_effect': self.min_effect, 'gate_workers': self.gate_workers, 'dispatch': self.dispatch,
+                'environment': dict(self.environment)}
 
     @classmethod
     def from_json(cls, fields: JsonObject) -> Plan:
+        # loops stored before dispatch and variables were part of the plan ran with dispatch off and none
+        environment = fields.mapping('environment', {})
         return cls(fields.text('op'), fields.texts('shapes'), fields.texts('modes'), fields.integer('rounds'),
-                   fields.number('min_effect'), fields.integer('gate_workers', 1))
+                   fields.number('min_effect'), fields.integer('gate_workers', 1),
+                   fields.choice('dispatch', BENCH_DISPATCH, 'off'),
+                   parse_environment([f'{name}={value}' for name, value in environment.items()]))
 
 
 def speedup(run: BenchRun | None) -> float | None:

@@ -12,7 +12,9 @@ import pytest
 
 from mrbot.cli import main
 from mrbot.loop.claim import markdown
+from mrbot.loop.records import Plan
 from mrbot.prepare import loop_outcomes
+from mrbot.records import JsonObject, parse_environment
 from tests.mrbot.loop_repo import GATE, KERNEL, files
 
 CHUNK = 'pkg/ops/product/chunk.py'
@@ -185,3 +187,14 @@ def test_on_cpu_numbers_are_no_win_and_the_loop_says_what_it_freezes(repo, monke
                                                      'can be promoted\n')
     assert _loop(capsys, 'try', '-q')[2].endswith('the candidate is the baseline itself: change the kernel first (a '
                                                   'try is one change)\n')
+
+
+def test_a_plan_keeps_its_dispatch_and_variables_and_reads_older_plans():
+    """A loop over a backend gates and times it as served, and its claim's commands say how."""
+    plan = Plan('product', ('small',), ('fwd',), 5, 0.02, 2, 'on', parse_environment(['PKG_FAST=1']))
+    assert Plan.from_json(JsonObject.parse(json.dumps(plan.to_json()), 'store', 'plan')) == plan
+    request = plan.request('abc', ('mrbot', 'loop', 'try'))
+    assert request.dispatch == 'on' and request.environment == (('PKG_FAST', '1'),)
+    assert plan.bench_command('0123456789abcdef').endswith('--rounds 5 --dispatch on --env PKG_FAST=1')
+    older = {'op': 'product', 'shapes': [], 'modes': ['fwd'], 'rounds': 5, 'min_effect': 0.02}
+    assert Plan.from_json(JsonObject.parse(json.dumps(older), 'store', 'plan')) == Plan('product', (), ('fwd',), 5, 0.02)

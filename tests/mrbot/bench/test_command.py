@@ -124,6 +124,35 @@ def test_gate_workers_spread_the_gate_over_processes(repo, monkeypatch, capsys, 
     assert record['gate']['pytest_args'] == ['-n', '2']
 
 
+def test_the_gate_and_both_sides_run_under_the_dispatch_and_variables_that_are_timed(repo, monkeypatch, capsys,
+                                                                                    out_dir):
+    """A backend timed with dispatch on and its switch set is the one the gate tests: a gate run with dispatch off
+    would pass on the default implementation while the numbers came from the backend."""
+    served = "    assert os.environ['FLA_DISABLE_BACKEND_DISPATCH'] == '0' and os.environ.get('OP_VARIANT') == 'fast'\n"
+    gate = 'import os\n' + GATE + '\n\ndef test_served_as_timed():\n' + served
+    op = 'import os\n' + OP.replace("    print('ops may print; the worker keeps it off its answers')\n", served)
+    repo.commit(_files(gate=gate))
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert code == 1 and record['gate']['failures'] == ['tests/test_op.py::test_served_as_timed']
+    # the head's op now fails without the variable: its side ran with it
+    repo.write({'pkg/op.py': op.replace('DELAY', '0.0')})
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED, '--dispatch', 'on', '--env', 'OP_VARIANT=fast')
+    assert code == 0 and record['gate']['status'] == 'passed'
+    assert all(len(row['head_ms']) == 3 for row in record['rows'])
+
+
+@pytest.mark.parametrize(('option', 'message'), [
+    ('OP_VARIANT', "--env 'OP_VARIANT': expected NAME=VALUE with NAME a variable name"),
+    ('TRITON_INTERPRET=0', '--env TRITON_INTERPRET: mrbot sets this variable itself (use --dispatch for backend '
+                           'dispatch)'),
+])
+def test_a_bad_variable_is_a_clear_error(repo, monkeypatch, capsys, option, message):
+    repo.commit(_files())
+    monkeypatch.chdir(repo.root)
+    assert main(['bench', *PAIRED, '--env', option]) == 2
+    assert capsys.readouterr().err.strip() == f'mrbot bench: error: {message}'
+
+
 def test_gate_workers_below_one_is_a_clear_error(repo, monkeypatch, capsys):
     repo.commit(_files())
     monkeypatch.chdir(repo.root)
