@@ -56,6 +56,11 @@ def _source(jit, launch: dict):
         constexprs[tuple(key)] = value
     signature = {name: tuple(kind) if isinstance(kind, list) else kind for name, kind in launch['signature'].items()}
     attrs = {tuple(key): value for key, value in zip(launch['attrs_keys'], launch['attrs_vals'], strict=True)}
+    # a Gluon kernel is written at the layout level: its source makes TTGIR directly
+    if getattr(jit, 'is_gluon', lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource(jit, signature, constexprs, attrs)
     return ASTSource(jit, signature, constexprs, attrs)
 
 
@@ -103,7 +108,7 @@ def compile_cell(cell: dict) -> dict:
     metadata = {'target': target, **options.__dict__}
     depth = cell['depth']
     last = STAGES.index({'ttgir': 'ttgir', 'llir': 'llir', 'sass': 'ptx'}[depth])
-    for stage in STAGES[:last + 1]:
+    for stage in (s for s in STAGES[:last + 1] if s in stages):
         module = stages[stage](module, metadata)
     if depth == 'ttgir':
         return {'shared': _allocated_shared(module, options, arch), 'registers': None, 'spills': None}

@@ -27,10 +27,8 @@ from fla.utils import input_guard
 DTYPES = (torch.bfloat16, torch.float16)
 # The accumulator layout spreads 2 warps of 16 rows over the key axis of the state: its key block needs 32 rows.
 MIN_BLOCK_K = 32
-# The compute capability majors the kernel is written for; the compile matrix reads the targets and marks the others
-# unavailable instead of compiling the kernel for them.
+# The compute capability majors the kernel is written for.
 ARCHITECTURES = (9,)
-COMPILE_TARGETS = tuple(f'sm_{major}0' for major in ARCHITECTURES)
 # Set to 1 to serve `chunk_simple_gla` from this backend where it accepts the call, 0 (the default) to leave it off.
 ENV_VAR = 'FLA_SIMPLE_GLA_GLUON'
 
