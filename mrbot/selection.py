@@ -20,6 +20,7 @@ and a dynamic import depend on the whole package, as Python does.
 from __future__ import annotations
 
 import ast
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -152,10 +153,18 @@ def python_files(root: Path) -> list[str]:
 
 
 def load_index(root: Path) -> dict[str, dict]:
-    """Parsed facts of every Python file, re-parsing only files whose content changed since the cached index."""
-    cache_file = root / CACHE_PATH
+    """Parsed facts of every Python file, re-parsing only files whose content changed since the cached index.
+
+    The cache is mrbot's own: `state_dir` refuses a `.mrbot/` that a commit supplies before anything in it is read,
+    so a change cannot hand the selection an index of its making.
+    """
     try:
-        stored = json.loads(cache_file.read_text())
+        cache_file: Path | None = state_dir(root, *CACHE_PATH.parent.parts[1:]) / CACHE_PATH.name
+    except OSError:
+        # a checkout mrbot cannot write to: the index is built, not kept
+        cache_file = None
+    try:
+        stored = json.loads(cache_file.read_text()) if cache_file is not None else None
     except (OSError, ValueError, RecursionError):
         stored = None
     # the index holds what it held when written, or none of it is believed: an edited or half-written cache is rebuilt
@@ -170,12 +179,10 @@ def load_index(root: Path) -> dict[str, dict]:
             entry = {'hash': digest, **parse_file(path, data.decode('utf-8', errors='replace'))}
             stale = True
         index[path] = entry
-    if stale or len(index) != len(cached):
-        try:
-            state_dir(root, *CACHE_PATH.parent.parts[1:])
+    if cache_file is not None and (stale or len(index) != len(cached)):
+        # a cache that cannot be kept costs the next run time, never this one its result
+        with contextlib.suppress(OSError):
             write_whole(cache_file, json.dumps({'version': CACHE_VERSION, 'digest': _digest(index), 'files': index}))
-        except (OSError, MrbotError):
-            pass
     return index
 
 

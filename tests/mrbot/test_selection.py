@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -272,6 +273,21 @@ def test_the_index_is_cached_by_content_and_ignored_by_git(library):
     # a changed file is re-parsed: the new import is seen through the cache
     library.write({'tests/ops/test_gdn.py': 'from fla.ops.kda.chunk import chunk_kda\n'})
     assert _tests(library, 'fla/ops/kda/chunk.py') == ['tests/ops/test_gdn.py', 'tests/ops/test_kda.py']
+
+
+def test_an_index_a_commit_supplies_is_refused_before_it_is_read(library):
+    # N5: a pull request that commits .mrbot/cache/selection-index.json (git add -f) was believed: the cache was read
+    # before the check that refuses a tracked .mrbot/, so the change chose which tests it reached
+    select(Workspace.load(library.root), ['fla/ops/kda/chunk.py'])
+    forged = json.loads((library.root / CACHE_PATH).read_text())
+    forged['files']['tests/ops/test_kda.py']['imports'] = []
+    forged['digest'] = hashlib.sha1(json.dumps(forged['files'], sort_keys=True).encode()).hexdigest()
+    (library.root / CACHE_PATH).write_text(json.dumps(forged))
+    library.git('add', '-f', str(CACHE_PATH))
+    library.git('commit', '-q', '-m', '[Test] A cache of my own')
+    with pytest.raises(MrbotError, match=r"^\.mrbot/ holds files git tracks \(\.mrbot/cache/selection-index\.json, "
+                                         r"\.\.\.\): it is mrbot's own cache"):
+        select(Workspace.load(library.root), ['fla/ops/kda/chunk.py'])
 
 
 def test_json_lists_each_test_with_its_chain(library):
