@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""ruff's own findings on the lines a change adds, under the ruff configuration of the change's base."""
+"""ruff's own findings on the lines a change adds, under the ruff configuration of the branch the change targets."""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ def ruff_findings(context: Context) -> Iterator[Violation]:
 
     The repository's ruff configuration already encodes most style rules (line length, modern typing, import
     order); mrbot runs ruff instead of re-implementing it and keeps only what the change adds, so an old file with
-    old findings does not block a small fix. The configuration is the base's, as mrbot's own is: a change cannot
-    silence ruff for itself.
+    old findings does not block a small fix. The configuration is that of the branch the change targets, as mrbot's
+    own is: a change cannot silence ruff for itself, nor escape a rule added after it branched.
 
     Example: an added line of 130 characters.
 
@@ -68,13 +68,13 @@ def ruff_findings(context: Context) -> Iterator[Violation]:
     change = context.change
     paths = [s.path for s in sources]
     try:
-        # the change's files in a copy, beside the ruff configuration of the base: a change that also edits that
+        # the change's files in a copy, beside the ruff configuration it is graded by: a change that also edits that
         # configuration (an ignore, a per-file exemption, a shorter select) is checked by the rules it came to change
-        configs = read_blobs(change.root, [f'{change.base}:{name}' for name in _CONFIG_FILES])
+        configs = read_blobs(change.root, [f'{change.rules_at}:{name}' for name in _CONFIG_FILES])
         with tempfile.TemporaryDirectory(prefix='mrbot-ruff-') as scratch:
             copy = Path(scratch)
             for name in _CONFIG_FILES:
-                if (data := configs[f'{change.base}:{name}']) is not None:
+                if (data := configs[f'{change.rules_at}:{name}']) is not None:
                     (copy / name).write_bytes(data)
             for source in sources:
                 target = copy / source.path

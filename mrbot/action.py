@@ -25,7 +25,7 @@ from mrbot.records import MrbotError
 def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> int:
     root = git.repo_root(Path.cwd())
     folder = Path(args.artifact) if args.artifact else None
-    if args.history and (folder is None or args.step == 'run' or args.forge == 'gitlab'):
+    if args.history and (folder is None or args.step is not None or args.forge == 'gitlab'):
         raise MrbotError('--history FILE goes with --artifact DIR on GitHub: only the poster records the history')
     try:
         if args.step == 'run':
@@ -42,6 +42,9 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
             from mrbot.ci import gitlab
 
             return gitlab.act(root, environ, folder)
+        if args.step == 'history':
+            github.find_history(environ)
+            return 0
         if args.history:
             _post_recording(environ, folder, Path(args.history))
         else:
@@ -61,8 +64,9 @@ def _post_recording(environ: Mapping[str, str], folder: Path | None, history: Pa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('step', nargs='?', choices=['run'],
-                        help="'run': the GPU job after checkout, running the command the MRBOT_* variables describe")
+    parser.add_argument('step', nargs='?', choices=['run', 'history'],
+                        help="'run': the GPU job after checkout, running the command the MRBOT_* variables describe; "
+                             "'history': the poster's step that finds the benchmark history its own runs keep")
     parser.add_argument('--forge', choices=['github', 'gitlab'], default='github',
                         help='where the pipeline runs (default: github; gitlab reads its predefined CI variables)')
     parser.add_argument('--artifact', metavar='DIR',

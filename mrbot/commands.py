@@ -12,6 +12,8 @@ error, so nothing a commenter writes ever reaches a shell. The bot's replies car
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import json
 import re
 import shlex
@@ -104,11 +106,10 @@ def pushed_after(asked_at: str, pushed_at: str | None, head_sha: str, where: str
     ISO 8601 in UTC to the second): what runs would be a commit pushed after the one asking looked. None: the forge has
     no record of the push, and only a command pinned with `--sha` runs."""
     if pushed_at is None:
-        return Decision(False, f'there is no record of when {head_sha[:12]} became the head of {where}; name the commit '
-                               'you reviewed with --sha and its whole id')
+        return Decision(False, f'there is no record of when {head_sha[:12]} became the head of {where}')
     if pushed_at >= asked_at:
         return Decision(False, f'the head of {where} became {head_sha[:12]} at {pushed_at}, after the command was given '
-                               f'({asked_at}); look at it and ask again')
+                               f'({asked_at})')
     return Decision(True)
 
 
@@ -239,26 +240,58 @@ def from_json(kind: str, args: object, runner: str, specs: list[OpSpec], config:
     return command
 
 
-def marker(kind: str, **fields: object) -> str:
-    """The hidden line a reply carries: `accepted` when a job is queued, `done` when its result is posted."""
-    return f'<!-- mrbot:{kind} {json.dumps(fields, sort_keys=True)} -->'
+@dataclass(frozen=True)
+class Seal:
+    """What makes a marker the bot's own on one pull or merge request: an HMAC of its kind and fields under the
+    repository's signing key, bound to `scope` (the forge, repository and request number). Every workflow's token
+    comments as the same account on GitHub, so a workflow that echoes PR text could write a marker that account
+    carries; without the key it can write none that counts, nor carry one to another request."""
+
+    key: bytes
+    scope: str
+
+    @classmethod
+    def of(cls, key: bytes | None, forge: str, project: str, number: int) -> Seal | None:
+        """The seal of request `number`, or None without a key (where the token's own user is the proof: GitLab)."""
+        return cls(key, f'{forge}:{project}#{number}') if key else None
+
+    def sign(self, kind: str, fields: dict) -> str:
+        message = f"{self.scope}\n{json.dumps({'kind': kind, **fields}, sort_keys=True)}".encode()
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()
+
+    def holds(self, kind: str, fields: dict, signature: object) -> bool:
+        return isinstance(signature, str) and hmac.compare_digest(signature, self.sign(kind, fields))
 
 
-def markers(bodies: Iterable[str], kind: str) -> list[dict]:
-    """The fields of every `kind` marker in `bodies`, oldest first."""
-    found = []
+def marker(kind: str, seal: Seal | None, **fields: object) -> str:
+    """The hidden line a reply carries: `accepted` when a job is queued, `done` when its result is posted; signed
+    with `seal` where there is one."""
+    signed = {**fields, 'sig': seal.sign(kind, fields)} if seal is not None else fields
+    return f'<!-- mrbot:{kind} {json.dumps(signed, sort_keys=True)} -->'
+
+
+def markers(bodies: Iterable[str], kind: str, seal: Seal | None) -> list[dict]:
+    """The fields of every distinct `kind` marker in `bodies`, oldest first; with `seal`, only those it signed (a
+    copy of one counts once)."""
+    found: dict[str, dict] = {}
     for body in bodies:
         # cut at every ' -->' and read only the last opener of each piece: linear in the body, where searching from
         # every opener for its end took minutes on a 1M-character body of openers (GitLab allows notes that long)
         for piece in body.split(' -->')[:-1]:
             start = piece.rfind(_MARKER_OPENER)
             match = _MARKER.fullmatch(piece, start) if start >= 0 else None
-            if match and match.group(1) == kind:
-                try:
-                    found.append(json.loads(match.group(2)))
-                except ValueError:
-                    continue
-    return found
+            if match is None or match.group(1) != kind:
+                continue
+            try:
+                fields = json.loads(match.group(2))
+            except ValueError:
+                continue
+            if not isinstance(fields, dict):
+                continue
+            signature = fields.pop('sig', None)
+            if seal is None or seal.holds(kind, fields, signature):
+                found.setdefault(json.dumps(fields, sort_keys=True), fields)
+    return list(found.values())
 
 
 def _age_s(at: str, now: datetime.datetime) -> float:
@@ -269,11 +302,12 @@ def _age_s(at: str, now: datetime.datetime) -> float:
 
 
 def authorize(user: str, association: str, permission: str, bot_bodies: list[str], now: datetime.datetime,
-              config: Config, jobs: int = 1, note: int | None = None) -> Decision:
+              config: Config, jobs: int = 1, note: int | None = None, *, seal: Seal | None) -> Decision:
     """May `user` (with this author association and repository permission) start `jobs` GPU jobs on this PR now?
 
-    `bot_bodies` are the bodies of the bot's own comments on the PR; their markers give the user's last accepted job
-    (cooldown) and the jobs accepted but not yet done (queue), one per runner class. A marker dated in the future is
+    `bot_bodies` are the bodies of the bot's own comments on the PR; their markers (signed with `seal`, where there
+    is one) give the user's last accepted job (cooldown) and the jobs accepted but not yet done (queue), one per
+    runner class. A marker dated in the future is
     not one the bot wrote, and is ignored. The jobs GitLab runs for `note`, one per runner class, are one command: one
     of them starts no cooldown for the others.
     """
@@ -283,8 +317,8 @@ def authorize(user: str, association: str, permission: str, bot_bodies: list[str
         return Decision(False, f'@{user} has {permission} permission; commands need write access')
     if config.command_users and user not in config.command_users:
         return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
-    accepted = [m for m in markers(bot_bodies, 'accepted') if _age_s(m.get('at'), now) >= 0]
-    done = {str(m.get('run')) for m in markers(bot_bodies, 'done')}
+    accepted = [m for m in markers(bot_bodies, 'accepted', seal) if _age_s(m.get('at'), now) >= 0]
+    done = {str(m.get('run')) for m in markers(bot_bodies, 'done', seal)}
     mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user and (note is None or m.get('note') != note)]
     if mine and min(mine) < config.command_cooldown_s:
         wait = int(config.command_cooldown_s - min(mine)) + 1

@@ -333,8 +333,10 @@ def changeset(
     body_source: str | None = None,
     perf: bool = False,
     max_bytes: int = 1_000_000,
+    rules_at: str = '',
 ) -> ChangeSet:
-    """Read the change from `base` to `head` (a commit sha, or None for the working tree, untracked files included)."""
+    """Read the change from `base` to `head` (a commit sha, or None for the working tree, untracked files included),
+    to be graded by the configuration of `rules_at` (default: `base`)."""
     entries = diff_entries(root, base, head)
     if head is None:
         entries += [DiffEntry('added', None, path) for path in untracked(root)]
@@ -360,7 +362,7 @@ def changeset(
         if body is None:
             body, body_source = history[0].body, 'commit'
     return ChangeSet(root, base, head, tuple(files), tuple(history), title, body, title_source, body_source, perf,
-                     tuple(f.skipped for f in files if f.skipped and f.status != 'deleted'))
+                     tuple(f.skipped for f in files if f.skipped and f.status != 'deleted'), rules_at)
 
 
 def whole_files(root: Path, paths: list[str], max_bytes: int = 1_000_000) -> ChangeSet:

@@ -316,7 +316,9 @@ class ChangeSet:
     """Everything the checks see: the files of base..head, the commits in between, and the PR title and body.
 
     `head` is None when the head is the working tree. `title_source` and `body_source` say where those came from:
-    'flag', 'forge', 'commit' or None when unknown.
+    'flag', 'forge', 'commit' or None when unknown. `rules_at` is the commit whose configuration (ruff's) grades the
+    change: the tip of the branch it targets where a forge names one (a change branched from an old commit escapes
+    no rule added since), else `base`.
     """
 
     root: Path
@@ -330,6 +332,11 @@ class ChangeSet:
     body_source: str | None = None
     perf: bool = False
     notes: tuple[str, ...] = ()
+    rules_at: str = ''
+
+    def __post_init__(self) -> None:
+        if not self.rules_at:
+            object.__setattr__(self, 'rules_at', self.base)
 
     @property
     def paths(self) -> list[str]:

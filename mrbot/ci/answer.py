@@ -69,20 +69,21 @@ def _refusal(command: commands.Command, decision: commands.Decision) -> Answer:
 
 
 def acceptance(user: str, command: commands.Command, runners: tuple[str, ...], sha: str, run_id: str, run_url: str,
-               now: datetime.datetime, note: int | None = None) -> str:
+               now: datetime.datetime, note: int | None, seal: commands.Seal | None) -> str:
     """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count (and,
-    for a command read from a GitLab note, the note, which is run once)."""
-    hidden = commands.marker('accepted', run=run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
+    for a command read from a GitLab note, the note, which is run once), signed with `seal`."""
+    hidden = commands.marker('accepted', seal, run=run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
                              command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
     return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
             f'back here. [The run]({run_url}).\n{hidden}')
 
 
 def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], bot_bodies: list[str],
-           now: datetime.datetime, run_id: str, run_url: str, runner: str | None = None) -> Answer:
-    """Decide the answer to `request`. `bot_bodies` are the bot's comments on the request, where its markers live.
-    `runner` is this job's runner class where one job runs per class (GitLab): a command for other classes, or help,
-    is not this job's to answer (Ended)."""
+           now: datetime.datetime, run_id: str, run_url: str, runner: str | None = None, *,
+           seal: commands.Seal | None) -> Answer:
+    """Decide the answer to `request`. `bot_bodies` are the bot's comments on the request, where its markers (signed
+    with `seal`, where there is one) live. `runner` is this job's runner class where one job runs per class (GitLab):
+    a command for other classes, or help, is not this job's to answer (Ended)."""
     try:
         command = commands.parse(request.text, specs, config)
     except commands.UsageError as error:
@@ -93,7 +94,7 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
         return Answer(f'```\n{commands.USAGE}\n```', '+1', command)
     runners = command.runners if runner is None else (runner,)
     where = reference(forge, request.number)
-    decision = _admission(forge, request, runners, bot_bodies, now, config)
+    decision = _admission(forge, request, runners, bot_bodies, now, config, seal)
     if not decision.allowed:
         return _refusal(command, decision)
     pull = forge.get_pull(request.number)
@@ -107,9 +108,10 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
     sha = pull.head_sha
     decision = commands.head_moved(command, sha, where)
     if decision.allowed and request.given_at is not None and not command.args.get('sha'):
-        # unpinned, it runs the head as it is now: only if that is the head the asker saw
-        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(pull),
-                                         sha, where)
+        # unpinned, it runs the head as it is now: only if the forge's record proves that is the head the asker saw
+        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(pull), sha, where)
+        if not decision.allowed:
+            return _unproven(command, decision, sha)
     if not decision.allowed:
         return _refusal(command, decision)
     if command.kind == 'bench' and not command.args['base']:
@@ -120,16 +122,23 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
             commands.from_json(command.kind, command.args, each, specs, config)
     except commands.UsageError as error:
         return Answer(_usage(request.asker, error), 'confused')
-    return Answer(acceptance(request.asker, command, runners, sha, run_id, run_url, now, request.note), 'eyes',
+    return Answer(acceptance(request.asker, command, runners, sha, run_id, run_url, now, request.note, seal), 'eyes',
                   command, runners, sha)
 
 
+def _unproven(command: commands.Command, decision: commands.Decision, sha: str) -> Answer:
+    """The refusal of an unpinned command whose head the asker may not have seen, with the pinned command to copy."""
+    pinned = dataclasses.replace(command, args={**command.args, 'sha': sha})
+    return Answer(f'Not running `{command.line()}`: {decision.reason}. To run `{sha[:12]}` once you have looked at '
+                  f'it, comment:\n\n```\n{pinned.line()}\n```\n', '-1')
+
+
 def _admission(forge: Forge, request: Request, runners: tuple[str, ...], bot_bodies: list[str],
-               now: datetime.datetime, config: Config) -> commands.Decision:
+               now: datetime.datetime, config: Config, seal: commands.Seal | None) -> commands.Decision:
     """May the request start jobs on `runners`, given the bot's comments `bot_bodies`: a note not yet run on them, and
     its asker (and on GitLab whoever ran the job) allowed, within the cooldown and the queue."""
     if request.note is not None and any(m.get('note') == request.note and set(runners) & set(m.get('runners') or ())
-                                        for m in commands.markers(bot_bodies, 'accepted')):
+                                        for m in commands.markers(bot_bodies, 'accepted', seal)):
         return commands.Decision(False, f'note {request.note} has been run already on {" and ".join(runners)}; a new '
                                         'note asks again')
     for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
@@ -137,19 +146,20 @@ def _admission(forge: Forge, request: Request, runners: tuple[str, ...], bot_bod
         association = (request.association if login == request.asker and request.association is not None
                        else 'MEMBER' if permission != 'none' else 'NONE')
         decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners),
-                                      request.note)
+                                      request.note, seal=seal)
         if not decision.allowed:
             return decision
     return commands.Decision(True)
 
 
-def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime) -> Answer:
+def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime,
+           seal: commands.Seal | None) -> Answer:
     """`given`, an answer posted as comment `reply`, held again to the bot's comments before it: two commands answered
     at once each counted without the other's acceptance, and the later reply yields, edited into a refusal."""
     if not given.runners:
         return given
     earlier = [note.body for note in forge.comments(request.number) if note.by_bot and note.id < reply]
-    decision = _admission(forge, request, given.runners, earlier, now, config)
+    decision = _admission(forge, request, given.runners, earlier, now, config, seal)
     if decision.allowed:
         return given
     refused = _refusal(given.command, decision)

@@ -24,6 +24,11 @@ _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,80}')
 
 
+class Superseded(Exception):
+    """An artifact that belongs to its run but is no longer current (a report on a commit its PR has moved on from):
+    nothing to post, and nothing wrong."""
+
+
 def write_artifact(folder: Path, artifact: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ARTIFACT).write_text(json.dumps(artifact, indent=2) + '\n', encoding='utf-8')
@@ -128,17 +133,16 @@ def validate_for_run(forge: Forge, run: dict, artifact: dict, accepted_on: Calla
             raise MrbotError(f"artifact rejected: it is for #{pr} at {sha[:12]}, but the run checked {run['head_sha'][:12]}"
                              + (f" of #{', #'.join(map(str, listed))}" if listed else ''))
         pull = forge.get_pull(pr)
+        head_repo, branch = (run.get('head_repository') or {}).get('full_name'), run.get('head_branch')
+        if (head_repo and head_repo != pull.head_repo) or (branch and branch != pull.head_branch):
+            raise MrbotError(f"artifact rejected: #{pr} comes from {pull.head_repo}:{pull.head_branch}, but the run "
+                             f"checked {head_repo}:{branch}")
         if pull.head_sha != sha:
+            if head_repo and branch:
+                # the run's own PR, pushed to since: a newer run reports on the new head
+                raise Superseded(f'the report on #{pr} is of {sha[:12]}, and its head has moved on to '
+                                 f'{pull.head_sha[:12]}')
             raise MrbotError(f'artifact rejected: #{pr} has head {pull.head_sha[:12]}, not {sha[:12]}')
-        head_repo = (run.get('head_repository') or {}).get('full_name')
-        if (head_repo and head_repo != pull.head_repo) or (run.get('head_branch') and run['head_branch'] != pull.head_branch):
-            raise MrbotError(f"artifact rejected: #{pr} comes from {pull.head_repo}:{pull.head_branch}, but the run checked "
-                             f"{head_repo}:{run.get('head_branch')}")
-        # a check run belongs to the commit, and shows on every pull request whose head it is
-        others = [number for number in forge.pulls_with_head(sha) if number != pr]
-        if others:
-            raise MrbotError(f"artifact rejected: {sha[:12]} is also the head of #{', #'.join(map(str, others))}, where "
-                             f"#{pr}'s report would show as theirs")
         return
     if str(artifact.get('run')) != str(run['id']):
         raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")

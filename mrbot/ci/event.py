@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mrbot.commands import Seal
 from mrbot.forges import Forge, connect, utc_timestamp
 from mrbot.records import JsonObject, MrbotError
 
@@ -18,7 +19,8 @@ class Ended(Exception):
 
 @dataclass(frozen=True)
 class Event:
-    """What CI says happened, and where to write outputs; `payload` is the webhook payload (GitHub) or {} (GitLab)."""
+    """What CI says happened, and where to write outputs; `payload` is the webhook payload (GitHub) or {} (GitLab).
+    `signing_key` signs and proves the bot's markers (MRBOT_SIGNING_KEY), None where none is set."""
 
     name: str
     payload: dict
@@ -27,6 +29,11 @@ class Event:
     run_url: str
     output: Path | None
     step_summary: Path | None
+    signing_key: bytes | None = None
+
+    def seal(self, forge: str, number: int) -> Seal | None:
+        """The seal of the bot's markers on request `number`, or None without a signing key."""
+        return Seal.of(self.signing_key, forge, self.repository, number)
 
     def fields(self) -> JsonObject:
         """The payload read field by field: a field no forge sends that way is one error naming it."""

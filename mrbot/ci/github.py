@@ -10,6 +10,7 @@ folder the first two write what they would post there instead (a fork PR's token
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 from mrbot import commands, git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
-from mrbot.ci.answer import Request, answer, deliver, settle
+from mrbot.ci.answer import Answer, Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, writable, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
@@ -26,6 +27,13 @@ from mrbot.records import JsonObject, MrbotError
 from mrbot.workspace import Workspace
 
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
+# The repository secret that signs the bot's markers: every workflow's token comments as github-actions[bot], so the
+# account alone does not tell the bot's comments from those of a workflow that echoes PR text.
+SIGNING_KEY = 'MRBOT_SIGNING_KEY'
+HISTORY_ARTIFACT = 'mrbot-history'
+# The poster's finished runs looked through for the history: every run that posts a result carries it on, so the
+# newest holds it unless help commands or failed downloads came in between.
+HISTORY_RUNS = 20
 
 
 def github_event(environ: Mapping[str, str]) -> Event:
@@ -40,10 +48,11 @@ def github_event(environ: Mapping[str, str]) -> Event:
     payload = JsonObject.parse(text, f'GITHUB_EVENT_PATH {path}', 'a webhook payload').data
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     run_id = environ.get('GITHUB_RUN_ID', '')
+    key = environ.get(SIGNING_KEY, '')
     return Event(environ['GITHUB_EVENT_NAME'], payload, environ['GITHUB_REPOSITORY'], run_id,
                  f"{server}/{environ['GITHUB_REPOSITORY']}/actions/runs/{run_id}",
                  writable('GITHUB_OUTPUT', environ.get('GITHUB_OUTPUT')),
-                 writable('GITHUB_STEP_SUMMARY', environ.get('GITHUB_STEP_SUMMARY')))
+                 writable('GITHUB_STEP_SUMMARY', environ.get('GITHUB_STEP_SUMMARY')), key.encode() or None)
 
 
 def pull_request_report(event: Event, root: Path) -> dict:
@@ -89,12 +98,18 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = ci_event.open_forge('github', event.repository, environ)
+    seal = event.seal(forge.name, number)
+    if seal is None:
+        deliver(forge, number, comment_id, Answer(f'Not running commands here yet: the repository secret {SIGNING_KEY} '
+                                                  'that signs what mrbot keeps in its replies is not set (docs/ci.md, '
+                                                  '"The signing key").', '-1'))
+        return outputs
     request = Request(number, text, login, str(comment.data.get('author_association', 'NONE')),
                       payload_time(comment.data.get('created_at')))
     now = datetime.datetime.now(datetime.timezone.utc)
     given = answer(forge, request, config, load_specs(root, config), bot_bodies(forge.comments(number)), now,
-                   event.run_id, event.run_url)
-    given = settle(forge, request, given, deliver(forge, number, comment_id, given), config, now)
+                   event.run_id, event.run_url, seal=seal)
+    given = settle(forge, request, given, deliver(forge, number, comment_id, given), config, now, seal)
     command = given.command
     if command is None:
         return outputs
@@ -112,6 +127,32 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     return {**outputs, 'authorized': 'true', 'command': command.kind, 'sha': given.sha,
             'runner': given.runners[0], 'labels': json.dumps(config.runners[given.runners[0]]),
             'args': json.dumps(command.args, sort_keys=True), 'matrix': json.dumps(matrix), 'pr': str(number)}
+
+
+def find_history(environ: Mapping[str, str]) -> None:
+    """Write the step outputs `run`, the poster's own finished run holding the newest benchmark history ('' for none),
+    and `record`: whether to record into it, which is also 'true' when there is none yet, and 'false' where one may
+    lie further back than the poster looks (a new history would then replace it).
+
+    The runs are this workflow's own (GITHUB_WORKFLOW_REF names its file) started by workflow_run, which only the
+    default branch's file is: a pull request can neither start such a run nor upload into one.
+    """
+    event = github_event(environ)
+    reference = environ.get('GITHUB_WORKFLOW_REF', '')
+    workflow = reference.split('@', 1)[0].rpartition('/.github/workflows/')[2]
+    if not workflow or '/' in workflow:
+        raise MrbotError(f'GITHUB_WORKFLOW_REF {reference[:80]!r}: expected OWNER/NAME/.github/workflows/FILE@REF, '
+                         'which GitHub sets for the running workflow')
+    forge = ci_event.open_forge('github', event.repository, environ)
+    finished = sorted([*itertools.islice(forge.workflow_runs(workflow, 'workflow_run', 'success'), HISTORY_RUNS),
+                       *itertools.islice(forge.workflow_runs(workflow, 'workflow_run', 'failure'), HISTORY_RUNS)],
+                      key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
+    holder = next((run.id for run in finished if HISTORY_ARTIFACT in forge.artifact_names(run.id)), None)
+    record = holder is not None or len(finished) < HISTORY_RUNS
+    write_outputs(event, {'run': str(holder or ''), 'record': 'true' if record else 'false'})
+    found = f'in run {holder}' if holder else 'not found'
+    print(f'mrbot action: benchmark history {found} among the last {len(finished)} finished runs of {workflow}'
+          + ('' if record else '; nothing is recorded, so that no new history replaces one further back'))
 
 
 def act(root: Path, environ: Mapping[str, str], folder: Path | None) -> None:

@@ -80,11 +80,17 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     forge = ci_event.open_forge('gitlab', event.repository, environ)
     number, job = merge_request_job(forge, environ)
     sha = job.sha
-    # the settings of the merge request's base: its own new settings are not this bot's to read yet
-    base = forge.merge_request_base(number)
-    config = git.config_at(root, base)
+    # the settings of the branch the merge request targeted when its head became this commit: its own new settings
+    # are not this bot's to read yet, and one branched from an old commit escapes no rule added since
+    target = forge.merge_request_target(number, sha)
+    try:
+        git.resolve(root, target)
+    except MrbotError:
+        raise MrbotError(f'commit {target} of the target branch is not in this checkout: fetch with GIT_DEPTH: "0"') \
+            from None
+    config = git.config_at(root, target)
     if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
-        report = check_report(Workspace(root, config), base, sha,
+        report = check_report(Workspace(root, config), target, sha,
                               environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
@@ -96,10 +102,11 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     notes = forge.comments(number)
     request = command_request(notes, number, job, environ)
     now = datetime.datetime.now(datetime.timezone.utc)
+    # the token's own user, by id, is what makes a note the bot's here: GitLab has no other writer of that account
     given = answer(forge, request, config, load_specs(root, config), bot_bodies(notes), now, event.run_id,
-                   event.run_url, runner)
+                   event.run_url, runner, seal=None)
     accepted = deliver(forge, number, request.note, given)
-    given = settle(forge, request, given, accepted, config, now)
+    given = settle(forge, request, given, accepted, config, now, None)
     if not given.runners:
         return 0
     command = given.command
@@ -109,5 +116,5 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     code = run_job(root, config, jobs, folder, event.run_url)
     post(forge, event, read_artifact(folder))
     # the job is done where it was queued, as the poster marks it on GitHub
-    forge.edit_comment(number, accepted, with_done(given.reply, event.run_id))
+    forge.edit_comment(number, accepted, with_done(given.reply, event.run_id, None))
     return code

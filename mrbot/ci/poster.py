@@ -6,96 +6,45 @@ from __future__ import annotations
 
 import collections
 import functools
-import re
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from mrbot import commands
-from mrbot.ci.artifacts import ARTIFACT, read_artifact, validate_for_run
+from mrbot.ci.artifacts import ARTIFACT, Superseded, read_artifact, validate_for_run
 from mrbot.ci.event import Ended, Event, write_summary
-from mrbot.forges import Annotation, Forge, Note, fit_body, sticky_room
+from mrbot.ci.inert import inert
+from mrbot.forges import ANNOTATIONS_LIMIT, Annotation, Forge, Note, fit_body, sticky_room
 from mrbot.history import DEFAULT_LAST, trends
 from mrbot.records import MrbotError
 from mrbot.store import Store, Timing, now
 
 CHECK_NAME = 'mrbot check'
-# A line that opens or closes a fenced code block, and a run of backticks that opens or closes an inline code span.
-_FENCE = re.compile(r' {0,3}(`{3,}|~{3,})')
-_TICKS = re.compile(r'`+')
-_MENTION = re.compile(r'(?<![\w@])@(?=[\w-])')
-_TAG = re.compile(r'<(?!/?(?:details|summary|sub)>)')
-
-
-def defuse(text: str) -> str:
-    """Text from a PR (titles, findings, results a PR's code wrote) made safe to post as the bot: every HTML comment
-    opener inert, so that nothing it posts on anyone's behalf carries a marker `authorize` or the poster would read;
-    and, outside code, no @-mention (a title's `@all`, a finding's `@triton.jit`) that would notify someone, and no
-    HTML but the folding and small print the reports use."""
-    return ''.join(piece if code else _MENTION.sub('@\u2060', _TAG.sub('&lt;', piece))
-                   for piece, code in _pieces(text.replace('<!--', '&lt;!--')))
-
-
-def _pieces(text: str) -> Iterator[tuple[str, bool]]:
-    """`text` in order, each piece with whether Markdown shows it as code; in time linear in its length, whatever
-    a PR puts in it."""
-    fence = ''
-    for line in text.splitlines(keepends=True):
-        if fence:
-            yield line, True
-            closing = _FENCE.match(line)
-            if closing and closing.group(1).startswith(fence) and not line[closing.end():].strip():
-                fence = ''
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            yield line, True
-            continue
-        yield from _code_spans(line)
-
-
-def _code_spans(line: str) -> Iterator[tuple[str, bool]]:
-    """The pieces of one line: a run of backticks opens a code span that the next run of the same length closes."""
-    runs = [match.span() for match in _TICKS.finditer(line)]
-    # the next run of each run's length, found in one pass from the end
-    closing: list[int | None] = [None] * len(runs)
-    later: dict[int, int] = {}
-    for index in range(len(runs) - 1, -1, -1):
-        length = runs[index][1] - runs[index][0]
-        closing[index], later[length] = later.get(length), index
-    done, index = 0, 0
-    while index < len(runs):
-        end = closing[index]
-        if end is None:
-            index += 1
-            continue
-        yield line[done:runs[index][0]], False
-        yield line[runs[index][0]:runs[end][1]], True
-        done, index = runs[end][1], end + 1
-    yield line[done:], False
+# The levels of a check run's annotations, the most severe first: those are kept where the rest do not fit.
+_LEVEL_ORDER = {'failure': 0, 'warning': 1, 'notice': 2}
 
 
 def bot_bodies(notes: list[Note]) -> list[str]:
-    """The bodies of the bot's comments among a PR's `notes`, where its markers live (see `defuse` for why they can be
-    trusted)."""
+    """The bodies of the bot's comments among a PR's `notes`, where its markers live (the markers are proven by their
+    seal where there is one, see `commands.Seal`)."""
     return [note.body for note in notes if note.by_bot]
 
 
-def post(forge: Forge, event: Event, artifact: dict) -> str:
-    """Put an artifact on the forge: the sticky comment of its purpose (its body defused, cut at a line to fit the
-    forge with a pointer to this run where it is longer), its check run, and the whole body in the job summary (on
-    GitLab, which has none, in the job's log)."""
-    body = defuse(artifact['body']).rstrip('\n') + '\n'
+def post(forge: Forge, event: Event, artifact: dict, withheld: str = '') -> str:
+    """Put an artifact on the forge: the sticky comment of its purpose (its body made inert, cut at a line to fit the
+    forge with a pointer to this run where it is longer), its check run unless `withheld` says why not (the comment
+    then says it too), and the whole body in the job summary (on GitLab, which has none, in the job's log)."""
+    body = inert(artifact['body']).rstrip('\n') + '\n'
+    check = artifact.get('check')
+    if check and withheld:
+        body += f'\n_No check run for this commit: {withheld}._\n'
     fitted = fit_body(body, sticky_room(artifact['purpose'], forge.body_limit), event.run_url)
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
-    check = artifact.get('check')
-    if check:
-        annotations = [Annotation(a['path'], int(a['line']), a['level'], a['message'], a.get('title', ''))
-                       for a in check['annotations']]
+    if check and not withheld:
+        annotations, summary = _bounded(check)
         # the check's name is ours, whatever the artifact says: a name is what branch protection requires
-        forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], check['title'], check['summary'],
+        forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], inert(check['title']), summary,
                             annotations)
     write_summary(event, body)
     if fitted != body and event.step_summary is None:
@@ -103,31 +52,49 @@ def post(forge: Forge, event: Event, artifact: dict) -> str:
     return comment.url
 
 
-def _workflow_change(forge: Forge, pr: int) -> str:
-    """Why the report of `pr` may not publish a check run, or '': the report comes from the PR's own workflow run,
-    which runs the workflow files as the PR has them."""
+def _bounded(check: dict) -> tuple[list[Annotation], str]:
+    """The annotations a check run shows, at most what one request carries, the most severe first, and its summary
+    made inert, saying how many more the report holds: one report is one write, however many findings it has."""
+    found = sorted((Annotation(a['path'], int(a['line']), a['level'], inert(a['message']), inert(a.get('title', '')))
+                    for a in check['annotations']), key=lambda a: _LEVEL_ORDER[a.level])
+    summary = inert(check['summary'])
+    if len(found) > ANNOTATIONS_LIMIT:
+        summary = (f'_{ANNOTATIONS_LIMIT} of {len(found)} findings are annotated on the diff, the most severe first; '
+                   f'the comment on the pull request lists them all._\n\n{summary}')
+    return found[:ANNOTATIONS_LIMIT], summary
+
+
+def withheld_check(forge: Forge, artifact: dict) -> str:
+    """Why the report `artifact` may not publish a check run on its commit, or ''. Decided from the commit itself:
+    the files it changes against its merge base with the PR's base branch (a push after the report changes nothing
+    here), and the open PRs it heads (a check run belongs to the commit and shows on each of them)."""
+    pr, sha = artifact['pr'], artifact['sha']
+    others = [number for number in forge.pulls_with_head(sha) if number != pr]
+    if others:
+        return (f"{sha[:12]} is also the head of #{', #'.join(map(str, others))}, where a check run for #{pr} would "
+                'show as theirs')
     try:
-        paths = forge.changed_paths(pr)
+        paths = forge.compare_paths(forge.get_pull(pr).base_branch, sha)
     except MrbotError as error:
-        return f'its changed files cannot all be read ({error})'
+        return f'the files it changes cannot all be read ({error})'
     if any(path.startswith('.github/') for path in paths):
-        return 'it changes files under .github/, where the workflow that wrote its report lives'
+        return 'it changes files under .github/, where the workflow that wrote this report lives'
     return ''
 
 
-def with_done(body: str, run: str) -> str:
-    """The accepted reply `body` marked done by `run`: one record per job, which no later comment replaces (a result
-    comment is sticky per command and runner class, so a marker there lasted only until the next result, and the jobs
-    it had finished counted as queued again)."""
-    return f"{body.rstrip(chr(10))}\n{commands.marker('done', run=run)}\n"
+def with_done(body: str, run: str, seal: commands.Seal | None) -> str:
+    """The accepted reply `body` marked done by `run`, signed with `seal`: one record per job, which no later comment
+    replaces (a result comment is sticky per command and runner class, so a marker there lasted only until the next
+    result, and the jobs it had finished counted as queued again)."""
+    return f"{body.rstrip(chr(10))}\n{commands.marker('done', seal, run=run)}\n"
 
 
-def _mark_done(forge: Forge, number: int, run: str, notes: list[Note]) -> None:
+def _mark_done(forge: Forge, number: int, run: str, notes: list[Note], seal: commands.Seal | None) -> None:
     """Mark done the bot's accepted reply among `notes` that queued `run`."""
     for note in notes:
-        accepted = commands.markers([note.body], 'accepted') if note.by_bot else []
-        if any(str(m.get('run')) == run for m in accepted) and not commands.markers([note.body], 'done'):
-            forge.edit_comment(number, note.id, with_done(note.body, run))
+        accepted = commands.markers([note.body], 'accepted', seal) if note.by_bot else []
+        if any(str(m.get('run')) == run for m in accepted) and not commands.markers([note.body], 'done', seal):
+            forge.edit_comment(number, note.id, with_done(note.body, run, seal))
 
 
 def _evidence_timings(artifact: dict) -> list[Timing]:
@@ -187,6 +154,10 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
+    if run['event'] != 'pull_request' and event.signing_key is None:
+        # which command was accepted is only known from signed markers
+        raise MrbotError(f"a {run['event']} run's results are posted only against the bot's signed replies: set the "
+                         'repository secret MRBOT_SIGNING_KEY for this job (docs/ci.md, "The signing key")')
     forge = open_forge()
 
     # the results of one run share a PR: its comments are read once
@@ -195,13 +166,16 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
         return forge.comments(pr)
 
     def accepted_on(pr: int) -> list[dict]:
-        return commands.markers(bot_bodies(notes_on(pr)), 'accepted')
+        return commands.markers(bot_bodies(notes_on(pr)), 'accepted', event.seal(forge.name, pr))
 
     valid, refused = [], []
     for path in paths:
         try:
             artifact = read_artifact(path.parent)
             validate_for_run(forge, run, artifact, accepted_on)
+        except Superseded as reason:
+            print(f'mrbot action: not posted: {reason}', file=sys.stderr)
+            continue
         except MrbotError as error:
             refused.append(str(error))
             continue
@@ -211,11 +185,11 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     refused += [f"artifact rejected: the run left {count} {kind} artifacts for '{purpose}', where one is expected"
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
-    for index, artifact in enumerate(valid):
-        withheld = artifact['check'] and _workflow_change(forge, artifact['pr'])
-        if withheld:
-            print(f"mrbot action: no check run for #{artifact['pr']}: {withheld}", file=sys.stderr)
-            valid[index] = {**artifact, 'check': None}
+    # kind and purpose name one artifact from here on
+    withheld = {(a['kind'], a['purpose']): withheld_check(forge, a) for a in valid if a['check']}
+    for artifact in valid:
+        if reason := withheld.get((artifact['kind'], artifact['purpose'])):
+            print(f"mrbot action: no check run for #{artifact['pr']}: {reason}", file=sys.stderr)
     if history is not None:
         valid = _with_trends(valid, history)
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
@@ -226,14 +200,14 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
                 continue
             # one artifact the forge refuses loses no other
             try:
-                posted.append(post(forge, event, artifact))
+                posted.append(post(forge, event, artifact, withheld.get((artifact['kind'], artifact['purpose']), '')))
             except MrbotError as error:
                 refused.append(f"#{artifact['pr']} {artifact['purpose']}: {error}")
     finally:
         # a job whose result could not be posted is over all the same: it must not hold its queue slot
         for pr in sorted({artifact['pr'] for artifact in valid if artifact['kind'] != 'report'}):
             # the accepted replies are as they were read for the checks above: posting results changes none of them
-            _mark_done(forge, pr, str(run['id']), notes_on(pr))
+            _mark_done(forge, pr, str(run['id']), notes_on(pr), event.seal(forge.name, pr))
     if refused:
         raise MrbotError('; '.join(refused) + (f" (posted: {', '.join(posted)})" if posted else ''))
     return posted

@@ -16,14 +16,15 @@ SEVERITY_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
 
 
 def check_report(workspace: Workspace, base: str, head: str, title: str | None, body: str | None) -> dict:
-    """`mrbot check` on base..head as the artifact of a report.
+    """`mrbot check` on head against `base`, the tip of the branch it targets, as the artifact of a report.
 
     It runs none of the pull request's code, so its kernels are not compiled here (`mrbot compile` runs their tests):
     that belongs with the tests, in a job whose result the pull request's code can decide (docs/ci.md).
     """
     root = workspace.root
-    base = git.merge_base(root, base, head)
-    change = git.changeset(root, base, head, title, body, 'forge', 'forge', max_bytes=workspace.config.max_file_bytes)
+    # the diff from where the change branched, graded by the configuration of the tip it is to merge into
+    change = git.changeset(root, git.merge_base(root, base, head), head, title, body, 'forge', 'forge',
+                           max_bytes=workspace.config.max_file_bytes, rules_at=base)
     rules = all_rules()
     report: CheckReport = evaluate(change, workspace, rules)
     markdown = format_report(report, 'markdown', rules)

@@ -26,6 +26,8 @@ PERMISSIONS = ('admin', 'maintain', 'write', 'triage', 'read', 'none')
 CONCLUSIONS = ('success', 'failure', 'neutral')
 # GitHub's annotation_level values; GitLab has no annotations.
 ANNOTATION_LEVELS = ('notice', 'warning', 'failure')
+# The annotations one check run carries: what GitHub takes in one request, so that a check is one write.
+ANNOTATIONS_LIMIT = 50
 # Answers worth another try: the server was busy or broken, or asked us to slow down.
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 MAX_BACKOFF = 60.0
@@ -86,6 +88,16 @@ class Note:
     by_bot: bool
     body: str
     created_at: str
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """A GitHub Actions run as GitHub lists it: its id, when it was created (ISO 8601 in UTC to the second) and the
+    name it shows (`display_title`, which a workflow's `run-name` sets)."""
+
+    id: int
+    created_at: str
+    title: str
 
 
 @dataclass(frozen=True)
@@ -162,11 +174,11 @@ class Forge(Protocol):
             summary (str):
                 Markdown with the details.
             annotations (Sequence[Annotation], Optional):
-                Findings at lines of files, where the forge can show them.
+                Findings at lines of files, where the forge can show them; at most ANNOTATIONS_LIMIT.
                 Default: `()`.
 
         Raises:
-            ValueError: `conclusion` is not one of CONCLUSIONS.
+            ValueError: `conclusion` is not one of CONCLUSIONS, or there are more than ANNOTATIONS_LIMIT annotations.
         """
 
 
@@ -215,10 +227,14 @@ def require_fit(text: str, limit: int, what: str) -> None:
         raise ValueError(f'{what} is {len(text)} characters, over the limit of {limit}: fit it with fit_body first')
 
 
-def require_conclusion(conclusion: str) -> None:
-    """Refuse a check conclusion that is not one of CONCLUSIONS, before anything is sent."""
+def require_check(conclusion: str, annotations: Sequence[Annotation]) -> None:
+    """Refuse a check conclusion that is not one of CONCLUSIONS, or more annotations than one check carries, before
+    anything is sent."""
     if conclusion not in CONCLUSIONS:
         raise ValueError(f"check conclusion '{conclusion}': expected one of {', '.join(CONCLUSIONS)}")
+    if len(annotations) > ANNOTATIONS_LIMIT:
+        raise ValueError(f'{len(annotations)} annotations: a check carries at most {ANNOTATIONS_LIMIT}; keep the most '
+                         'severe and say where the rest are')
 
 
 def utc_timestamp(moment: datetime | str) -> str:

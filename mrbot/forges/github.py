@@ -10,6 +10,8 @@ quota waits for x-ratelimit-reset, and the first retry waits as well.
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,11 +33,12 @@ from mrbot.forges import (
     ForgeRetry,
     Note,
     PullRequest,
+    WorkflowRun,
     carries_marker,
     fit_markdown,
     forge_error,
     network_error,
-    require_conclusion,
+    require_check,
     require_fit,
     retry_policy,
     sticky_text,
@@ -46,9 +49,17 @@ from mrbot.records import MrbotError
 # GitHub refuses a longer PR body or comment with "body is too long (maximum is 65536 characters)"; its REST
 # reference does not state the number.
 BODY_LIMIT = 65536
-# GitHub's limits on a check run: the characters of output.summary, and the annotations one request may carry.
+# GitHub's limit on the characters of a check run's output.summary.
 SUMMARY_LIMIT = 65535
-ANNOTATIONS_PER_REQUEST = 50
+# The files a comparison of two commits lists, at most; a longer list is cut there.
+COMPARE_FILES = 300
+# The bot's record of pull request heads: a pull_request_target workflow, which GitHub starts from the base branch's
+# file on every push of an open PR (a push back to an earlier commit included), whatever the PR's own workflows, a
+# merge conflict or [skip ci] say; its run-name says which PR and head each run saw.
+HEAD_RECORD = 'mrbot-head.yml'
+RECORDED_HEAD = re.compile(r'mrbot head of #(\d+) at ([0-9a-f]{40}|[0-9a-f]{64})')
+# GitHub lists at most 1,000 runs for a filtered query.
+RUNS_LISTED = 1000
 # What a fine-grained token or a workflow's `permissions:` must grant for each call; a classic token needs `repo`.
 _WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
 _WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
@@ -243,16 +254,19 @@ class GitHub:
         with self._doing(f'reading pull request #{number} of {self.project}', _READ_PULLS):
             return self._pull(self._repo.get_pull(number))
 
-    def changed_paths(self, number: int) -> list[str]:
-        """The paths PR `number` changes, a renamed file's old path too; an error where GitHub lists fewer files than
-        the PR changes (it lists 3,000 at most), so that no caller takes a cut list for all of them."""
-        with self._doing(f'reading the files of pull request #{number} of {self.project}', _READ_PULLS):
-            pull = self._repo.get_pull(number)
-            files = list(pull.get_files())
-        if pull.changed_files > len(files):
-            raise MrbotError(f'pull request #{number} changes {pull.changed_files} files and GitHub lists only '
-                             f'{len(files)} of them')
-        return [f.filename for f in files] + [f.previous_filename for f in files if f.previous_filename]
+    def compare_paths(self, base: str, head: str) -> list[str]:
+        """The paths commit `head` changes against its merge base with `base` (a branch or commit), a renamed file's
+        old path too; an error where GitHub may have cut the list (it lists 300 files at most), so that no caller
+        takes a cut list for all of them."""
+        with self._doing(f'comparing {head[:12]} with {base} in {self.project}', _READ_CONTENTS):
+            _, data = self._repo.requester.requestJsonAndCheck(
+                'GET', f'{self._repo.url}/compare/{quote(base, safe="")}...{quote(head, safe="")}')
+        files = [f for f in data.get('files') or () if isinstance(f, dict)]
+        if len(files) >= COMPARE_FILES:
+            raise MrbotError(f'{head[:12]} changes {len(files)} or more files against {base}, and GitHub lists '
+                             f'{COMPARE_FILES} at most')
+        return [str(f.get('filename')) for f in files] + [str(f['previous_filename']) for f in files
+                                                           if f.get('previous_filename')]
 
     def pulls_with_head(self, sha: str) -> list[int]:
         """The open PRs whose head is commit `sha`, from any repository."""
@@ -268,19 +282,38 @@ class GitHub:
             return Comment(created.id, created.html_url, created=True)
 
     def head_pushed_at(self, pull: PullRequest) -> str | None:
-        """The start of the first of the newest `pull_request` workflow runs of the PR's branch that all ran the head
-        commit: GitHub starts one on every push that changes the head (a push back to an earlier commit included) and
-        on edits of the PR, so the first of the head's own unbroken series dates the push."""
+        """The start of the first of the newest runs of the bot's head record (HEAD_RECORD) for the PR that all saw
+        its head commit: the first of the head's own unbroken series dates the push. None where the record has no
+        run for the PR among the runs GitHub lists (no such workflow on the PR's base branch, or none yet)."""
         since = None
-        with self._doing(f'reading the workflow runs of {pull.head_branch} in {self.project}', _READ_ACTIONS):
-            # newest first
-            for run in self._repo.get_workflow_runs(branch=pull.head_branch, event='pull_request'):
-                if (run.head_repository.full_name if run.head_repository else '') != pull.head_repo:
-                    continue
-                if run.head_sha != pull.head_sha:
-                    break
-                since = run.created_at
-        return utc_timestamp(since) if since else None
+        for run in self.workflow_runs(HEAD_RECORD, 'pull_request_target'):
+            recorded = RECORDED_HEAD.fullmatch(run.title)
+            if recorded is None or int(recorded[1]) != pull.number:
+                continue
+            if recorded[2] != pull.head_sha:
+                break
+            since = run.created_at
+        return since
+
+    def workflow_runs(self, workflow: str, event: str, status: str | None = None) -> Iterator[WorkflowRun]:
+        """The runs of workflow file `workflow` started by `event` (and ended in `status`), newest first, as many as
+        GitHub lists; none where the repository has no such workflow."""
+        doing = f'reading the {event} runs of {workflow} in {self.project}'
+        with self._doing(doing, _READ_ACTIONS):
+            try:
+                runs = self._repo.get_workflow(workflow).get_runs(event=event, **({'status': status} if status else {}))
+                for run in itertools.islice(runs, RUNS_LISTED):
+                    yield WorkflowRun(run.id, utc_timestamp(run.created_at), run.display_title or '')
+            except GithubException as error:
+                if error.status != 404:
+                    raise
+
+    def artifact_names(self, run: int) -> list[str]:
+        """The names of the artifacts of workflow run `run` that have not expired."""
+        with self._doing(f'reading the artifacts of run {run} in {self.project}', _READ_ACTIONS):
+            _, data = self._repo.requester.requestJsonAndCheck('GET', f'{self._repo.url}/actions/runs/{run}/artifacts',
+                                                               parameters={'per_page': 100})
+        return [str(a.get('name')) for a in data.get('artifacts') or () if isinstance(a, dict) and not a.get('expired')]
 
     def edit_comment(self, number: int, comment_id: int, body: str) -> None:
         require_fit(body, BODY_LIMIT, 'the comment')
@@ -296,20 +329,15 @@ class GitHub:
 
     def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
                       annotations: Sequence[Annotation] = ()) -> str:
-        """A completed check run; the annotations beyond GitHub's 50 per request are added by edits of the run.
+        """A completed check run, created with its annotations in one request.
 
         A summary over GitHub's 65535 characters is cut at a line, with a note saying so.
         """
-        require_conclusion(conclusion)
+        require_check(conclusion, annotations)
         note = f"_Cut to fit GitHub's {SUMMARY_LIMIT}-character limit on a check run's summary._"
-        output = {'title': title, 'summary': fit_markdown(summary, SUMMARY_LIMIT, note)}
-        batches = [[_annotation(annotation) for annotation in annotations[start:start + ANNOTATIONS_PER_REQUEST]]
-                   for start in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+        output = {'title': title, 'summary': fit_markdown(summary, SUMMARY_LIMIT, note),
+                  'annotations': [_annotation(annotation) for annotation in annotations]}
         with self._doing(f"publishing the '{name}' check of {sha} in {self.project}", _WRITE_CHECKS):
-            run = self._repo.create_check_run(name=name, head_sha=sha, status='completed', conclusion=conclusion,
-                                              output={**output, 'annotations': batches[0]})
-            # GitHub adds each edit's annotations to the run's, and wants the title and summary with every output.
-            for batch in batches[1:]:
-                run.edit(output={**output, 'annotations': batch})
-            return run.html_url
+            return self._repo.create_check_run(name=name, head_sha=sha, status='completed', conclusion=conclusion,
+                                               output=output).html_url
 

@@ -32,7 +32,7 @@ from mrbot.forges import (
     carries_marker,
     forge_error,
     network_error,
-    require_conclusion,
+    require_check,
     require_fit,
     retry_policy,
     sticky_text,
@@ -195,10 +195,19 @@ class GitLab:
         return RunningJob(str(user.get('username') or ''), str(commit.get('id') or pipeline.get('sha') or ''),
                           int(found[1]) if found else None)
 
-    def merge_request_base(self, number: int) -> str:
-        """The commit merge request `number`'s changes are shown against (its diff base), as GitLab records it."""
-        with self._doing(f'reading merge request !{number} of {self.project}', _READ):
-            return str((self._project.mergerequests.get(number).diff_refs or {}).get('base_sha') or '')
+    def merge_request_target(self, number: int, sha: str) -> str:
+        """The tip of the branch merge request `number` targets when its head became commit `sha` (the start of the
+        newest diff version with that head, as GitLab records it): what a change at `sha` is checked against, whatever
+        the merge request became since."""
+        doing = f'reading the versions of merge request !{number} of {self.project}'
+        with self._doing(doing, _READ):
+            # newest first
+            versions = self._project.mergerequests.get(number, lazy=True).diffs.list(get_all=True)
+        starts = [str(v.start_commit_sha) for v in versions if v.head_commit_sha == sha and v.start_commit_sha]
+        if not starts:
+            raise forge_error('GitLab', doing, None, f'no version has head {sha[:12]}',
+                              'expected the commit of one of its pushes')
+        return starts[0]
 
     def _note_url(self, number: int, note_id: int) -> str:
         return f'{self._server_url}/{self.project}/-/merge_requests/{number}#note_{note_id}'
@@ -318,7 +327,7 @@ class GitLab:
         A commit status holds a one-line description and no more: `title` is cut to its 255 characters, and the
         summary and the annotations are not sent. Returns the status's target_url, else the commit's page.
         """
-        require_conclusion(conclusion)
+        require_check(conclusion, annotations)
         with self._doing(f"publishing the '{name}' status of {sha} in {self.project}", _WRITE):
             status = self._project.commits.get(sha, lazy=True).statuses.create({
                 'state': _STATUS_STATES[conclusion], 'name': name, 'description': _shorten(title, DESCRIPTION_LIMIT)})

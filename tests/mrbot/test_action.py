@@ -55,6 +55,8 @@ event.open_forge = lambda kind, project, environ: connect(kind, project, url=url
 sys.exit(main(sys.argv[4:]))
 '''
 PROJECT = 'Codertocat/Hello-World'
+# The repository secret MRBOT_SIGNING_KEY of the workflows that sign and read the bot's markers.
+SIGNING_KEY = 'a signing key only the bot knows'
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -99,6 +101,13 @@ class Bot:
         monkeypatch.setattr(ci_event, 'open_forge', lambda kind, project, environ: connect(
             kind, project, url=server.url, token=ACTIONS_TOKEN, environ={}, backoff=BACKOFF))
         self.runs = 0
+        # what the workflows pass as MRBOT_SIGNING_KEY
+        self.signing_key = SIGNING_KEY
+
+    @property
+    def seal(self) -> commands.Seal:
+        """What proves the bot's markers on the PR."""
+        return commands.Seal.of(SIGNING_KEY.encode(), 'github', PROJECT, self.number)
 
     def pull_request_payload(self, action_name: str = 'opened', **changes) -> dict:
         payload = webhooks.example('pull_request', 'opened')
@@ -150,7 +159,8 @@ class Bot:
         (step / 'event.json').write_text(json.dumps(payload))
         environ = {'GITHUB_EVENT_NAME': event, 'GITHUB_EVENT_PATH': str(step / 'event.json'),
                    'GITHUB_REPOSITORY': PROJECT, 'GITHUB_RUN_ID': str(run_id), 'GITHUB_SERVER_URL': 'https://github.example',
-                   'GITHUB_OUTPUT': str(step / 'output'), 'GITHUB_STEP_SUMMARY': str(step / 'summary')}
+                   'GITHUB_OUTPUT': str(step / 'output'), 'GITHUB_STEP_SUMMARY': str(step / 'summary'),
+                   'MRBOT_SIGNING_KEY': self.signing_key}
         for name, value in environ.items():
             self.monkeypatch.setenv(name, value)
         if pinned_only:
@@ -213,42 +223,22 @@ def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
     assert 'HDR001' in summary
 
 
-def test_a_report_on_a_commit_that_heads_another_open_pr_publishes_nothing(bot, capsys):
-    # a fork's PR whose head is the victim's head commit: a check on that commit would show on the victim's PR
+def test_a_report_on_a_commit_that_heads_another_open_pr_is_its_comment_without_a_check_run(bot, capsys):
+    # N9: a fork's PR whose head is the victim's head commit: a check on that commit would show on both PRs, and
+    # rejecting the report whole let anyone silence every later report of the victim's PR
     fork = 'mallory/Hello-World'
     bot.server.branches[f'{fork}:topic'] = bot.head
-    victim, bot.number = bot.number, bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
-    folder = bot.tmp / 'artifact'
-    payload = bot.pull_request_payload()
-    payload['pull_request']['head']['repo'] = {'full_name': fork, 'fork': True}
-    bot.act('pull_request', payload, '--artifact', str(folder))
-    capsys.readouterr()
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, [], head_repo=fork), '--artifact',
-                         str(folder))
-    assert code == 2 and f'is also the head of #{victim}' in capsys.readouterr().err
-    assert bot.server.check_runs == [] and bot.server.comments_on(bot.number) == []
-
-
-def test_a_pr_that_changes_the_workflows_gets_its_report_but_no_check_run(bot, capsys):
-    bot.server.files[bot.number] = ['pkg/shift.py', '.github/workflows/mrbot-pr.yml']
+    victim = bot.number
+    copycat = bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
     folder = bot.tmp / 'artifact'
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
     capsys.readouterr()
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9003, bot.head, [bot.number]), '--artifact', str(folder))
-    assert code == 0 and 'no check run for #1: it changes files under .github/' in capsys.readouterr().err
-    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
-
-
-def test_a_pr_with_more_files_than_github_lists_gets_its_report_but_no_check_run(bot, capsys):
-    # the workflow change sorts after the files GitHub lists: it cannot be ruled out, so no check is published
-    bot.server.listed_files = 3
-    bot.server.files[bot.number] = ['.a0', '.a1', '.a2', '.github/workflows/mrbot-pr.yml']
-    folder = bot.tmp / 'artifact'
-    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
-    capsys.readouterr()
-    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9004, bot.head, [bot.number]), '--artifact', str(folder))
-    assert code == 0 and 'no check run for #1: its changed files cannot all be read' in capsys.readouterr().err
-    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, [victim]), '--artifact', str(folder))
+    assert code == 0 and f'no check run for #{victim}: {bot.head[:12]} is also the head of #{copycat}' in (
+        capsys.readouterr().err)
+    [(_, report)] = bot.server.comments_on(victim)
+    assert 'HDR001' in report and f'_No check run for this commit: {bot.head[:12]} is also the head of #{copycat}' in report
+    assert bot.server.check_runs == [] and bot.server.comments_on(copycat) == []
 
 
 def test_a_report_notifies_nobody_and_carries_no_html_of_the_pr(bot):
@@ -269,11 +259,11 @@ def test_the_poster_rejects_a_forged_pr_number(bot, capsys):
     artifact = json.loads((folder / ARTIFACT).read_text())
     (folder / ARTIFACT).write_text(json.dumps({**artifact, 'pr': victim, 'body': 'LGTM, merge it'}))
     capsys.readouterr()
-    # the triggering run lists no PR (as for a fork), so only the PR's own head can vouch for the number
+    # the triggering run lists no PR (as for a fork), so only the PR's own head branch can vouch for the number
     code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, []), '--artifact', str(folder))
     assert code == 2
-    assert capsys.readouterr().err.strip() == (f'mrbot action: error: artifact rejected: #{victim} has head '
-                                               f"{bot.server.branches['main'][:12]}, not {bot.head[:12]}")
+    assert capsys.readouterr().err.strip() == (f'mrbot action: error: artifact rejected: #{victim} comes from '
+                                               f'{PROJECT}:main, but the run checked {PROJECT}:topic')
     assert bot.server.comments_on(victim) == [] and bot.server.check_runs == []
 
 
@@ -288,7 +278,7 @@ def test_a_member_command_is_accepted_at_the_current_head(bot):
     reply = bot.server.comments_on(bot.number)[-1][1]
     assert reply.startswith(f'Accepted from @alice: mrbot bench on scale --modes fwd, 10 rounds, against main, on hopper '
                             f'at `{bot.head[:10]}`')
-    [accepted] = commands.markers([reply], 'accepted')
+    [accepted] = commands.markers([reply], 'accepted', bot.seal)
     assert accepted['run'] == '555' and accepted['sha'] == bot.head
     assert [r[1] for r in bot.server.reactions] == ['eyes']
 
@@ -411,8 +401,8 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert '### mrbot bench on hopper' in bodies[-1]
     # the job is done where it was queued: in the accepted reply of its run
-    [accepted] = [body for body in bodies if commands.markers([body], 'accepted')]
-    assert commands.markers([accepted], 'done') == [{'run': '4242'}]
+    [accepted] = [body for body in bodies if commands.markers([body], 'accepted', bot.seal)]
+    assert commands.markers([accepted], 'done', bot.seal) == [{'run': '4242'}]
 
 
 def test_the_jobs_holding_a_write_token_run_on_the_hash_pinned_set_alone(bot, monkeypatch):
@@ -426,7 +416,8 @@ def test_the_jobs_holding_a_write_token_run_on_the_hash_pinned_set_alone(bot, mo
     assert code == 0
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert '**The job ended without leaving a result**' in bodies[-1]
-    assert commands.markers([body for body in bodies if commands.markers([body], 'accepted')], 'done') == [
+    assert commands.markers([body for body in bodies if commands.markers([body], 'accepted', bot.seal)], 'done',
+                            bot.seal) == [
         {'run': '61'}]
     # every line pins one version by its hashes, as `pip install --require-hashes` demands
     requirements = re.sub(r'\\\n\s*', ' ', TOKEN_JOBS.read_text())
@@ -469,7 +460,8 @@ def test_a_result_longer_than_a_comment_is_posted_cut_with_a_pointer_and_whole_i
     assert len(posted) <= 65_536 and posted.rstrip().endswith('._') and '/actions/runs/' in posted.splitlines()[-1]
     assert failure in job_summary
     # and the job is done, so the next command is not held in the queue by this one
-    assert {'run': '75'} in commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done')
+    assert {'run': '75'} in commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done',
+                                             bot.seal)
 
 
 def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
@@ -529,7 +521,7 @@ def test_an_artifact_too_deep_to_parse_loses_no_other_result_and_frees_the_queue
         capsys.readouterr().err)
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert any('blackwell numbers' in body for body in bodies) and any('hopper numbers' in body for body in bodies)
-    assert [marker['run'] for marker in commands.markers(bodies, 'done')] == ['501']
+    assert [marker['run'] for marker in commands.markers(bodies, 'done', bot.seal)] == ['501']
 
 
 def test_a_result_the_forge_refuses_still_frees_the_queue(bot, capsys):
@@ -541,7 +533,8 @@ def test_a_result_the_forge_refuses_still_frees_the_queue(bot, capsys):
     bot.server.fail('POST', f'/issues/{bot.number}/comments', 422, times=1, message='Validation Failed')
     code, _, _ = bot.act('workflow_run', bot.command_run(502), '--artifact', str(folder.parent))
     assert code == 2 and 'test-hopper' in capsys.readouterr().err
-    assert [m['run'] for m in commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done')] == ['502']
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert [m['run'] for m in commands.markers(bodies, 'done', bot.seal)] == ['502']
 
 
 @pytest.fixture
@@ -614,10 +607,10 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
     accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
-    assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted')
+    assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted', None)
     assert 'this runner has no GPU, but class hopper needs sm_90' in result
     assert '[the run](https://gitlab.example/lab/kernels/fla/-/pipelines/77)' in result
-    assert commands.markers([server.notes_on(iid)[-2][1]], 'done') == [{'run': '77'}]
+    assert commands.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '77'}]
     # a second request within the cooldown is refused, as on GitHub
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
@@ -732,7 +725,7 @@ def test_of_two_commands_answered_at_once_the_later_yields(bot, monkeypatch):
     assert (first['authorized'], second['authorized']) == ('true', 'false')
     replies = [body for author, body in bot.server.comments_on(bot.number) if author == 'github-actions[bot]']
     assert replies[0].startswith('Accepted from @alice') and replies[1].startswith('Not running `/bench scale')
-    assert 'try again in' in replies[1] and commands.markers(replies[1:], 'accepted') == []
+    assert 'try again in' in replies[1] and commands.markers(replies[1:], 'accepted', bot.seal) == []
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [
@@ -782,23 +775,26 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
               if body.startswith('<!-- mrbot:bench-')}
     assert 'all rows same' in posted['<!-- mrbot:bench-hopper -->']
     assert '**The job ended without leaving a result**' in posted['<!-- mrbot:bench-blackwell -->']
-    assert commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done') == [{'run': '64'}]
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert commands.markers(bodies, 'done', bot.seal) == [{'run': '64'}]
     # nothing is queued any more: even a limit of one queued job lets the next command through
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     now = datetime.datetime.now(datetime.timezone.utc)
-    assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1)).allowed
-    undone = [body.replace(commands.marker('done', run='64'), '') for body in bodies]
-    assert not commands.authorize('bob', 'MEMBER', 'write', undone, now, Config(command_queue_limit=1)).allowed
+    assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1),
+                              seal=bot.seal).allowed
+    undone = [body.replace(commands.marker('done', bot.seal, run='64'), '') for body in bodies]
+    assert not commands.authorize('bob', 'MEMBER', 'write', undone, now, Config(command_queue_limit=1),
+                                  seal=bot.seal).allowed
 
 
 def test_a_marker_smuggled_in_a_title_is_defused_and_a_pr_run_cannot_post_a_result(bot, capsys):
-    forged = commands.marker('accepted', run='9100', user='mallory', at='2026-12-03T00:00:00+00:00', sha=bot.head,
+    forged = commands.marker('accepted', None, run='9100', user='mallory', at='2026-12-03T00:00:00+00:00', sha=bot.head,
                              command='bench', runners=['hopper'])
     payload = bot.pull_request_payload()
     payload['pull_request']['title'] = forged
     bot.act('pull_request', payload)
     [(_, report)] = bot.server.comments_on(bot.number)
-    assert commands.markers([report], 'accepted') == [] and '&lt;!-- mrbot:accepted' in report
+    assert commands.markers([report], 'accepted', None) == [] and '<\u2060!-- mrbot:accepted' in report
     # the PR's own run leaves a "result" with a green check run: the poster refuses it
     folder = bot.tmp / 'fake-result'
     folder.mkdir()
@@ -899,7 +895,7 @@ def test_with_no_record_of_the_push_only_a_pinned_command_runs(bot):
     bot.server.runs.clear()
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'))
     assert outputs['authorized'] == 'false'
-    assert 'name the commit you reviewed with --sha and its whole id' in bot.server.comments_on(bot.number)[-1][1]
+    assert f'there is no record of when {bot.head[:12]} became the head' in bot.server.comments_on(bot.number)[-1][1]
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head}', login='olivia'))
     assert outputs['authorized'] == 'true'
 

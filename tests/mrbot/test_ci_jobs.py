@@ -17,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).parents[2]
 TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
-COMMAND_WORKFLOW = ROOT / '.github' / 'workflows' / 'mrbot-command.yml'
+WORKFLOWS = ROOT / '.github' / 'workflows'
+COMMAND_WORKFLOW = WORKFLOWS / 'mrbot-command.yml'
 
 # Stands in for python3 and for the venv's python and mrbot: `-m venv DIR` makes DIR/bin, `-m pip` does nothing, and
 # mrbot writes down where it ran and what it saw.
@@ -155,11 +156,32 @@ def _jobs(workflow: Path) -> dict[str, str]:
 
 
 def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set():
-    writers = {f'{workflow.name}:{job}': text for workflow in (COMMAND_WORKFLOW, ROOT / '.github' / 'workflows' /
-                                                              'mrbot-post.yml')
+    writers = {f'{workflow.name}:{job}': text for workflow in sorted(WORKFLOWS.glob('*.yml'))
                for job, text in _jobs(workflow).items() if re.search(r'^ {6}[a-z-]+: write\b', text, re.M)}
-    assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post.yml:post']
+    assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post-result.yml:post', 'mrbot-post.yml:post']
     for name, text in writers.items():
         installs = [line.strip() for line in text.splitlines() if 'pip install' in line]
         assert installs == ['run: python -I -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name
         assert 'python -m mrbot.cli action' in text and 'PIP_EXTRA_INDEX_URL' not in text, name
+
+
+def test_no_workflow_is_in_a_concurrency_group_a_pull_request_could_join():
+    # N10: a concurrency group is the repository's ("Control the concurrency of workflows and jobs"), and a fork's
+    # pull_request run is a run of this repository with the workflow files as the fork has them: naming a group with
+    # cancel-in-progress cancelled other pull requests' GPU jobs, checks and posters, and a newcomer to a group cancels
+    # the one pending there even without it
+    grouped = [f'{workflow.name}:{number}' for workflow in sorted(WORKFLOWS.glob('*.yml'))
+               for number, line in enumerate(workflow.read_text().splitlines(), 1) if re.match(r'\s*concurrency:', line)]
+    assert grouped == []
+
+
+def test_the_head_record_runs_on_pull_request_target_with_nothing_and_names_each_run_as_the_bot_reads_it():
+    from mrbot.forges.github import HEAD_RECORD, RECORDED_HEAD
+
+    text = (WORKFLOWS / HEAD_RECORD).read_text()
+    assert re.search(r'^  pull_request_target:.*\n    types: \[opened, synchronize, reopened\]$', text, re.M)
+    assert 'actions/checkout' not in text and re.findall(r'^ *permissions: (.*)$', text, re.M) == ['{}', '{}']
+    run_name = re.search(r'^run-name: (.*)$', text, re.M)[1]
+    shown = run_name.replace('${{ github.event.pull_request.number }}', '12').replace(
+        '${{ github.event.pull_request.head.sha }}', 'a' * 40)
+    assert RECORDED_HEAD.fullmatch(shown) and RECORDED_HEAD.fullmatch(shown)[1] == '12'

@@ -9,7 +9,7 @@ import datetime
 import pytest
 
 from mrbot.bench.specs import OpSpec
-from mrbot.commands import UsageError, authorize, capabilities, from_json, marker, markers, parse
+from mrbot.commands import Seal, UsageError, authorize, capabilities, from_json, marker, markers, parse
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
 
@@ -19,6 +19,8 @@ SPECS = [OpSpec('chunk_simple_gla', 'fla.ops.simple_gla:chunk_simple_gla', 'conf
 CONFIG = Config()
 NOW = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
 SHA = '1a2b3c4d5e6f' * 3 + '1a2b'
+# The seal of the bot's markers on pull request #1 of a repository with a signing key.
+SEAL = Seal.of(b'the signing key', 'github', 'octo/kernels', 1)
 
 
 def test_bench_is_normalized_and_its_line_parses_back():
@@ -91,7 +93,8 @@ def test_arguments_handed_on_are_checked_again():
 
 def _accepted(user: str, minutes_ago: float, run: str) -> str:
     at = (NOW - datetime.timedelta(minutes=minutes_ago)).isoformat()
-    return 'Accepted.\n' + marker('accepted', run=run, user=user, at=at, sha='a' * 40, command='bench', runners=['hopper'])
+    return 'Accepted.\n' + marker('accepted', SEAL, run=run, user=user, at=at, sha='a' * 40, command='bench',
+                                  runners=['hopper'])
 
 
 @pytest.mark.parametrize(('association', 'permission', 'reason'), [
@@ -101,35 +104,35 @@ def _accepted(user: str, minutes_ago: float, run: str) -> str:
     ('COLLABORATOR', 'triage', '@carol has triage permission'),
 ])
 def test_outsiders_and_readers_are_refused(association, permission, reason):
-    decision = authorize('carol', association, permission, [], NOW, CONFIG)
+    decision = authorize('carol', association, permission, [], NOW, CONFIG, seal=SEAL)
     assert not decision.allowed and reason in decision.reason
 
 
 def test_a_member_with_write_access_is_allowed_and_the_allow_list_narrows_it():
-    assert authorize('alice', 'MEMBER', 'write', [], NOW, CONFIG).allowed
+    assert authorize('alice', 'MEMBER', 'write', [], NOW, CONFIG, seal=SEAL).allowed
     narrowed = Config(command_users=('bob',))
-    decision = authorize('alice', 'OWNER', 'admin', [], NOW, narrowed)
+    decision = authorize('alice', 'OWNER', 'admin', [], NOW, narrowed, seal=SEAL)
     assert not decision.allowed and 'allow-list' in decision.reason
 
 
 def test_cooldown_counts_from_the_users_last_accepted_job():
     recent = [_accepted('alice', 2, '101')]
-    decision = authorize('alice', 'MEMBER', 'write', recent, NOW, CONFIG)
+    decision = authorize('alice', 'MEMBER', 'write', recent, NOW, CONFIG, seal=SEAL)
     assert not decision.allowed and 'started a job 120 s ago; try again in 181 s' in decision.reason
-    assert authorize('bob', 'MEMBER', 'write', recent, NOW, CONFIG).allowed
-    assert authorize('alice', 'MEMBER', 'write', [_accepted('alice', 6, '101')], NOW, CONFIG).allowed
+    assert authorize('bob', 'MEMBER', 'write', recent, NOW, CONFIG, seal=SEAL).allowed
+    assert authorize('alice', 'MEMBER', 'write', [_accepted('alice', 6, '101')], NOW, CONFIG, seal=SEAL).allowed
 
 
 def test_queue_limit_counts_accepted_jobs_without_a_result():
     bodies = [_accepted('alice', 30, '101'), _accepted('bob', 20, '102')]
-    decision = authorize('carol', 'MEMBER', 'write', bodies, NOW, CONFIG)
+    decision = authorize('carol', 'MEMBER', 'write', bodies, NOW, CONFIG, seal=SEAL)
     assert not decision.allowed
     assert 'this PR has 2 GPU jobs queued and this asks for 1 more (the limit is 2)' in decision.reason
-    done = bodies + ['### mrbot bench on hopper\n' + marker('done', run='101')]
-    assert authorize('carol', 'MEMBER', 'write', done, NOW, CONFIG).allowed
+    done = bodies + ['### mrbot bench on hopper\n' + marker('done', SEAL, run='101')]
+    assert authorize('carol', 'MEMBER', 'write', done, NOW, CONFIG, seal=SEAL).allowed
     # a job accepted long ago whose result never came no longer blocks the PR
     stale = [_accepted('alice', 13 * 60, '99'), _accepted('bob', 20, '102')]
-    assert authorize('carol', 'MEMBER', 'write', stale, NOW, CONFIG).allowed
+    assert authorize('carol', 'MEMBER', 'write', stale, NOW, CONFIG, seal=SEAL).allowed
 
 
 def test_capabilities_come_from_the_sm_labels():
@@ -149,14 +152,14 @@ def test_runner_classes_are_configurable_and_checked(tmp_path):
 
 
 def test_queue_counts_one_job_per_runner_class_and_ignores_markers_from_the_future():
-    both = 'Accepted.\n' + marker('accepted', run='7', user='alice', at=(NOW - datetime.timedelta(hours=1)).isoformat(),
+    both = 'Accepted.\n' + marker('accepted', SEAL, run='7', user='alice', at=(NOW - datetime.timedelta(hours=1)).isoformat(),
                                    sha='a' * 40, command='bench', runners=['hopper', 'blackwell'])
-    decision = authorize('bob', 'MEMBER', 'write', [both], NOW, CONFIG)
+    decision = authorize('bob', 'MEMBER', 'write', [both], NOW, CONFIG, seal=SEAL)
     assert not decision.allowed and 'this PR has 2 GPU jobs queued' in decision.reason
-    assert not authorize('bob', 'MEMBER', 'write', [], NOW, CONFIG, jobs=3).allowed
-    forged = marker('accepted', run='8', user='bob', at='2099-01-01T00:00:00+00:00', sha='a' * 40, command='bench',
+    assert not authorize('bob', 'MEMBER', 'write', [], NOW, CONFIG, jobs=3, seal=SEAL).allowed
+    forged = marker('accepted', SEAL, run='8', user='bob', at='2099-01-01T00:00:00+00:00', sha='a' * 40, command='bench',
                     runners=['hopper', 'hopper'])
-    assert authorize('bob', 'MEMBER', 'write', [forged], NOW, CONFIG).allowed
+    assert authorize('bob', 'MEMBER', 'write', [forged], NOW, CONFIG, seal=SEAL).allowed
 
 
 def test_runner_class_names_are_checked():
@@ -172,10 +175,30 @@ def test_a_flag_without_values_is_an_error_wherever_it_stands():
 
 
 def test_markers_are_read_from_any_body_a_note_may_hold():
-    done = marker('done', run='7')
+    done = marker('done', SEAL, run='7')
     # what the bot writes, among markers of the other kind, garbage and a marker cut short
-    body = f"{marker('accepted', run='7')}\nresult {done} <!-- mrbot:done {{not json}} --> <!-- mrbot:done {{\"run\": "
-    assert markers([body], 'done') == [{'run': '7'}] and markers([body], 'accepted') == [{'run': '7'}]
+    body = f"{marker('accepted', SEAL, run='7')}\nresult {done} <!-- mrbot:done {{not json}} --> <!-- mrbot:done {{\"run\": "
+    assert markers([body], 'done', SEAL) == [{'run': '7'}] and markers([body], 'accepted', SEAL) == [{'run': '7'}]
     # GitLab's longest note, all openers and no end: read at once, as every body is (reading from each opener to the
     # end of its line took about 9 minutes here)
-    assert markers(['<!-- mrbot:done {' * 58_824], 'done') == []
+    assert markers(['<!-- mrbot:done {' * 58_824], 'done', SEAL) == []
+
+
+def test_only_markers_the_seal_proves_count_and_a_copy_counts_once():
+    signed = _accepted('alice', 30, '101')
+    # another workflow of the repository comments as the same account, echoing a PR's text that holds markers
+    echoed = marker('accepted', None, run='102', user='bob', at=(NOW - datetime.timedelta(minutes=20)).isoformat(),
+                    sha='a' * 40, command='bench', runners=['hopper'])
+    elsewhere = marker('accepted', Seal.of(b'the signing key', 'github', 'octo/kernels', 2), run='103', user='bob',
+                       at=(NOW - datetime.timedelta(minutes=20)).isoformat(), sha='a' * 40, command='bench',
+                       runners=['hopper'])
+    wrong_key = marker('accepted', Seal.of(b'a guess', 'github', 'octo/kernels', 1), run='104', user='bob',
+                       at=(NOW - datetime.timedelta(minutes=20)).isoformat(), sha='a' * 40, command='bench',
+                       runners=['hopper'])
+    assert [m['run'] for m in markers([signed, echoed, elsewhere, wrong_key, signed], 'accepted', SEAL)] == ['101']
+    # a signed marker of one kind is not one of the other
+    assert markers([signed.replace('mrbot:accepted', 'mrbot:done')], 'done', SEAL) == []
+    # the queue counts the jobs the bot accepted, once each: a quoted copy fills no slot
+    assert authorize('carol', 'MEMBER', 'write', [signed, echoed, elsewhere, signed], NOW, CONFIG, seal=SEAL).allowed
+    # without a seal (GitLab, where the token's own user proves a note) every marker of the bot's notes counts
+    assert [m['run'] for m in markers([signed, echoed], 'accepted', None)] == ['101', '102']

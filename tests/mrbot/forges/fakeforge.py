@@ -44,6 +44,8 @@ _FIRST_CREATED = datetime(2026, 12, 3, 4, 0, 0, 123000, tzinfo=timezone.utc)
 # GitHub's limits on a check run, which its adapter must keep to.
 _CHECK_RUN_ANNOTATIONS = 50
 _CHECK_RUN_SUMMARY = 65535
+# The files a comparison of two commits lists, at most.
+_COMPARED_FILES = 300
 # The id GitLab gives the fake's own project.
 _PROJECT_ID = 7
 # The states GitLab takes for a commit status.
@@ -139,6 +141,7 @@ class FakeForge(ABC):
         self.accounts = accounts
         self.branches = {name: sha(name) for name in ('main', 'feature', 'fix/overflow')}
         self.failures: list[Failure] = []
+        self.afterwards: list[tuple[str, str, Callable[[], None]]] = []
         # (method, decoded path) of every request that reached the server, failed ones included.
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
@@ -185,6 +188,7 @@ class FakeForge(ABC):
                               self.accounts.get(token), raw, token)
             failure = self._take_failure(method, path)
             answer = self.as_sent(request, self._answer(request) if failure is None else None)
+            action = self._take_afterwards(method, path)
             if failure is not None and failure.status == RESET:
                 # Closed at once with a zero linger time: no answer and no FIN, the peer sees a reset connection.
                 handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
@@ -193,6 +197,8 @@ class FakeForge(ABC):
                 return
             if failure is not None:
                 answer = Answer(failure.status, {'message': failure.message}, failure.headers)
+        if action is not None:
+            action()
         payload = json.dumps(answer.body).encode()
         handler.send_response(answer.status)
         for name, value in {**answer.headers, 'Content-Type': 'application/json'}.items():
@@ -212,6 +218,19 @@ class FakeForge(ABC):
     @abstractmethod
     def check(self, request: Request) -> Answer | None:
         """The refusal of a request before routing (bad token, no write access, another project), or None."""
+
+    def after(self, method: str, path: str, action: Callable[[], None]) -> None:
+        """Do `action` once, right after the first `method` request to a path ending with `path` is answered: a push
+        that races the bot, say."""
+        with self.lock:
+            self.afterwards.append((method, path, action))
+
+    def _take_afterwards(self, method: str, path: str) -> Callable[[], None] | None:
+        for index, (wanted, suffix, action) in enumerate(self.afterwards):
+            if wanted == method and path.endswith(suffix):
+                del self.afterwards[index]
+                return action
+        return None
 
     def _take_failure(self, method: str, path: str) -> Failure | None:
         for failure in self.failures:
@@ -269,12 +288,21 @@ class FakeGitHub(FakeForge):
         self.collaborators: dict[str, tuple[str, str | None]] = {}
         # Each check run created, with its output and every annotation sent to it, in order.
         self.check_runs: list[dict[str, Any]] = []
-        # The paths each pull request changes, where a test sets them.
-        self.files: dict[int, list[str]] = {}
-        # How many of a pull request's files GitHub lists: 3,000; a test makes it small to stand for a larger PR.
-        self.listed_files = 3000
-        # The pull_request workflow runs GitHub started, one per push that changed a pull request's head.
+        # The paths each commit changes against the base branch, where a test sets them.
+        self.commit_files: dict[str, list[str]] = {}
+        # The commits whose message says [skip ci], for which GitHub starts no pull_request run.
+        self.skip_ci: set[str] = set()
+        # Every commit a pull request's branch was pushed to: still in the repository after the next push.
+        self.pushed: set[str] = set()
+        # The workflow runs GitHub started: one of the bot's head record (HEAD_RECORD) per push of an open pull
+        # request, and one of `mrbot PR` per push and edit where GitHub starts pull_request runs at all; and those a
+        # test adds. Each with its workflow file, event, conclusion and name as shown.
         self.runs: list[dict[str, Any]] = []
+        # The names of the artifacts each workflow run uploaded.
+        self.artifacts: dict[int, list[str]] = {}
+        # The workflow files of the repository's default branch.
+        self.workflows = {'ci.yml', 'mrbot-pr.yml', 'mrbot-command.yml', 'mrbot-post.yml', 'mrbot-post-result.yml',
+                          'mrbot-head.yml'}
         self.description = openapi.description()
         # What GitHub's REST description finds wrong in the traffic so far: any of it fails the test at exit.
         self.violations: list[str] = []
@@ -293,8 +321,9 @@ class FakeGitHub(FakeForge):
         self.route('GET', repo + r'/collaborators/(?P<user>[^/]+)/permission', self._permission)
         self.route('POST', repo + r'/check-runs', self._create_check_run)
         self.route('PATCH', repo + r'/check-runs/(?P<run>\d+)', self._edit_check_run)
-        self.route('GET', repo + r'/actions/runs', self._list_runs)
-        self.route('GET', repo + r'/pulls/(?P<number>\d+)/files', self._list_files)
+        self.route('GET', repo + r'/actions/workflows/(?P<workflow>[^/]+)/runs', self._list_workflow_runs)
+        self.route('GET', repo + r'/actions/runs/(?P<run>\d+)/artifacts', self._list_artifacts)
+        self.route('GET', repo + r'/compare/(?P<base>[^/]+)\.\.\.(?P<head>[^/]+)', self._compare)
         self.route('GET', repo + r'/commits/(?P<commit>[0-9a-f]{40})/pulls', self._pulls_of_commit)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
@@ -304,26 +333,56 @@ class FakeGitHub(FakeForge):
             number = len(self.pulls) + 1
             self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
                                   'draft': draft, 'state': 'closed' if merged else state, 'merged': merged,
-                                  'head_repo': head_repo or self.project}
-            self._run_for(self.pulls[number], OPENED)
+                                  'head_repo': head_repo or self.project, 'conflict': False}
+            self._runs_for(self.pulls[number], OPENED, pushed=True)
             return number
 
     def push(self, number: int, sha: str, at: datetime) -> None:
-        """Move the head of pull request `number` (a branch of this repository) to `sha` at `at`, as a push does."""
+        """Move the head of pull request `number` to `sha` at `at`, as a push to its branch (in this repository or in
+        its fork) does."""
         with self.lock:
             pull = self.pulls[number]
-            self.branches[pull['head']] = sha
-            self._run_for(pull, at)
+            self.pushed.add(self._head_sha(pull))
+            if pull['head_repo'] == self.project:
+                self.branches[pull['head']] = sha
+            else:
+                self.branches[f"{pull['head_repo']}:{pull['head']}"] = sha
+            self._runs_for(pull, at, pushed=True)
 
     def edit(self, number: int, at: datetime) -> None:
-        """Edit the title of pull request `number` at `at`: a pull_request run of the same head."""
+        """Edit the title of pull request `number` at `at`: a pull_request run of the same head, no push."""
         with self.lock:
-            self._run_for(self.pulls[number], at)
+            self._runs_for(self.pulls[number], at, pushed=False)
 
-    def _run_for(self, pull: dict[str, Any], at: datetime) -> None:
-        self.runs.append({'id': 500 + len(self.runs), 'event': 'pull_request', 'status': 'completed',
-                          'head_sha': self._head_sha(pull), 'head_branch': pull['head'],
-                          'head_repository': {'full_name': pull['head_repo']}, 'created_at': _z(at)})
+    def add_run(self, workflow: str, event: str, conclusion: str, at: datetime, title: str = '',
+                artifacts: tuple[str, ...] = ()) -> int:
+        """A finished run of `workflow` started by `event`, with the artifacts it uploaded; its id."""
+        with self.lock:
+            return self._add_run(workflow, event, at, title, conclusion=conclusion, artifacts=artifacts)
+
+    def _add_run(self, workflow: str, event: str, at: datetime, title: str, *, conclusion: str = 'success',
+                 head_sha: str = '', head_branch: str = 'main', head_repo: str = '',
+                 artifacts: tuple[str, ...] = ()) -> int:
+        run = 500 + len(self.runs)
+        self.runs.append({'id': run, 'path': f'.github/workflows/{workflow}', 'event': event, 'status': 'completed',
+                          'conclusion': conclusion, 'display_title': title,
+                          'head_sha': head_sha or self.branches['main'], 'head_branch': head_branch,
+                          'head_repository': {'full_name': head_repo or self.project}, 'created_at': _z(at)})
+        self.artifacts[run] = list(artifacts)
+        return run
+
+    def _runs_for(self, pull: dict[str, Any], at: datetime, pushed: bool) -> None:
+        """The runs GitHub starts for a push to (or an edit of) a pull request. The bot's head record runs on
+        pull_request_target, from the base branch's file and in its context (its head_sha is the base's), on every
+        push; "Events that trigger workflows" says pull_request_target runs despite a merge conflict, and "Skipping
+        workflow runs" that [skip ci] stops only push and pull_request runs. A pull_request run needs the merge
+        commit, which a conflict prevents, and a head whose message does not say [skip ci]."""
+        head = self._head_sha(pull)
+        if pushed:
+            self._add_run('mrbot-head.yml', 'pull_request_target', at, f"mrbot head of #{pull['number']} at {head}")
+        if not pull['conflict'] and head not in self.skip_ci:
+            self._add_run('mrbot-pr.yml', 'pull_request', at, pull['title'], head_sha=head, head_branch=pull['head'],
+                          head_repo=pull['head_repo'])
 
     def add_comment(self, number: int, body: str, login: str = 'alice', type: str = 'User') -> int:
         with self.lock:
@@ -396,7 +455,7 @@ class FakeGitHub(FakeForge):
         number = pull['number']
         merged_at = '2026-12-04T00:00:00Z' if pull['merged'] else None
         return {'url': f'{self.url}/repos/{self.project}/pulls/{number}', 'number': number,
-                'changed_files': len(self.files.get(number, [])),
+                'changed_files': len(self.commit_files.get(self._head_sha(pull), [])),
                 'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
                 'merged': pull['merged'], 'merged_at': merged_at,
                 'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
@@ -525,26 +584,34 @@ class FakeGitHub(FakeForge):
             problems.append(f'output.annotations: at most {_CHECK_RUN_ANNOTATIONS} annotations per request')
         return Answer(422, {'message': 'Invalid request.', 'errors': problems}) if problems else None
 
-    def _list_files(self, request: Request, number: str) -> Answer:
-        if int(number) not in self.pulls:
+    def _compare(self, request: Request, base: str, head: str) -> Answer:
+        if base not in self.branches and base not in self.branches.values():
             return Answer(404, {'message': 'Not Found'})
-        # GitHub lists the first 3,000 files of a pull request, and no more
-        listed = self.files.get(int(number), [])[:self.listed_files]
-        return self.page(request, [{'filename': path, 'status': 'modified'} for path in listed])
+        listed = self.commit_files.get(head, [])[:_COMPARED_FILES]
+        return Answer(200, {'status': 'ahead', 'files': [{'filename': path, 'status': 'modified'} for path in listed]})
+
+    def _list_workflow_runs(self, request: Request, workflow: str) -> Answer:
+        status = request.query.get('status')
+        if workflow not in self.workflows:
+            return Answer(404, {'message': 'Not Found'})
+        runs = [run for run in self.runs if run['path'] == f'.github/workflows/{workflow}'
+                and request.query.get('event') in (None, run['event'])
+                and status in (None, 'completed', run['conclusion'])]
+        # newest first, as GitHub lists them
+        answer = self.page(request, runs[::-1])
+        return Answer(200, {'total_count': len(runs), 'workflow_runs': answer.body}, answer.headers)
+
+    def _list_artifacts(self, request: Request, run: str) -> Answer:
+        names = self.artifacts.get(int(run), [])
+        return Answer(200, {'total_count': len(names), 'artifacts': [
+            {'id': int(run) * 100 + index, 'name': name, 'expired': False} for index, name in enumerate(names)]})
 
     def _pulls_of_commit(self, request: Request, commit: str) -> Answer:
         return Answer(200, [self._listed_pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
 
-    def _list_runs(self, request: Request) -> Answer:
-        fields = {'head_sha': 'head_sha', 'event': 'event', 'branch': 'head_branch'}
-        runs = [run for run in self.runs if all(run[field] == request.query[key] for key, field in fields.items()
-                                                if key in request.query)]
-        # newest first, as GitHub lists them
-        return Answer(200, {'total_count': len(runs), 'workflow_runs': runs[::-1]})
-
     def _create_check_run(self, request: Request) -> Answer:
         body = request.body
-        if body['head_sha'] not in self.branches.values():
+        if body['head_sha'] not in {*self.branches.values(), *self.pushed}:
             return Answer(422, {'message': f"No commit found for SHA: {body['head_sha']}"})
         refusal = self._refused_output(body.get('output'))
         if refusal is not None:
@@ -622,8 +689,9 @@ class FakeGitLab(FakeForge):
         documented('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status, gitlab_fields.COMMIT_STATUS)
 
     def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
-                           state: str = 'opened', source_project: str | None = None) -> int:
-        """Open a merge request from `source` of this project, or of the fork `source_project`."""
+                           state: str = 'opened', source_project: str | None = None, base: str | None = None) -> int:
+        """Open a merge request from `source` of this project, or of the fork `source_project`, which branched from
+        commit `base` of the target (default: its tip)."""
         with self.lock:
             source_id = _PROJECT_ID
             if source_project is not None:
@@ -633,9 +701,10 @@ class FakeGitLab(FakeForge):
             iid = len(self.merge_requests) + 1
             self.merge_requests[iid] = {'iid': iid, 'source': source, 'target': 'main', 'title': title,
                                         'description': description, 'state': state, 'source_project_id': source_id,
-                                        'versions': []}
+                                        'versions': [], 'base': base or self.branches['main']}
             merge_request = self.merge_requests[iid]
-            merge_request['versions'].append((self._merge_request_json(merge_request)['sha'], OPENED))
+            merge_request['versions'].append((self._merge_request_json(merge_request)['sha'], OPENED,
+                                              self.branches['main']))
             return iid
 
     def push(self, iid: int, sha: str, at: datetime) -> None:
@@ -643,7 +712,7 @@ class FakeGitLab(FakeForge):
         with self.lock:
             merge_request = self.merge_requests[iid]
             self.branches[merge_request['source']] = sha
-            merge_request['versions'].append((sha, at))
+            merge_request['versions'].append((sha, at, self.branches[merge_request['target']]))
 
     def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
         with self.lock:
@@ -711,8 +780,9 @@ class FakeGitLab(FakeForge):
                 'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
                 'source_project_id': source_id, 'target_project_id': _PROJECT_ID,
                 'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
-                'diff_refs': {'base_sha': self.branches[merge_request['target']], 'head_sha': head_sha,
-                              'start_sha': self.branches[merge_request['target']]},
+                'diff_refs': {'base_sha': merge_request['base'], 'head_sha': head_sha,
+                              'start_sha': merge_request['versions'][-1][2] if merge_request['versions']
+                              else self.branches[merge_request['target']]},
                 'web_url': f'{GITLAB_WEB}/{self.project}/-/merge_requests/{iid}'}
 
     def _user_basic(self, username: str) -> dict[str, Any]:
@@ -760,8 +830,12 @@ class FakeGitLab(FakeForge):
         iid = len(self.merge_requests) + 1
         self.merge_requests[iid] = {'iid': iid, 'source': body['source_branch'], 'target': body['target_branch'],
                                     'title': body['title'], 'description': body.get('description') or '',
-                                    'state': 'opened', 'source_project_id': _PROJECT_ID}
-        return Answer(201, self._merge_request_json(self.merge_requests[iid]))
+                                    'state': 'opened', 'source_project_id': _PROJECT_ID,
+                                    'base': self.branches[body['target_branch']], 'versions': []}
+        merge_request = self.merge_requests[iid]
+        merge_request['versions'].append((self.branches[body['source_branch']], OPENED,
+                                          self.branches[body['target_branch']]))
+        return Answer(201, self._merge_request_json(merge_request))
 
     def _get_merge_request(self, request: Request, iid: str) -> Answer:
         found = self.merge_requests.get(int(iid))
@@ -807,10 +881,11 @@ class FakeGitLab(FakeForge):
         merge_request = self.merge_requests.get(int(iid))
         if merge_request is None:
             return Answer(404, {'message': '404 Not found'})
-        versions = [{'id': 900 + number, 'head_commit_sha': sha, 'base_commit_sha': sha, 'start_commit_sha': sha,
-                     'created_at': at.isoformat(timespec='milliseconds').replace('+00:00', 'Z'),
+        # each version: the head pushed, the commit it branched from, and the target's tip at the push
+        versions = [{'id': 900 + number, 'head_commit_sha': sha, 'base_commit_sha': merge_request['base'],
+                     'start_commit_sha': start, 'created_at': at.isoformat(timespec='milliseconds').replace('+00:00', 'Z'),
                      'merge_request_id': 1000 + int(iid), 'state': 'collected', 'real_size': '1'}
-                    for number, (sha, at) in enumerate(merge_request['versions'])]
+                    for number, (sha, at, start) in enumerate(merge_request['versions'])]
         # newest first, as GitLab lists them
         return self.page(request, versions[::-1])
 

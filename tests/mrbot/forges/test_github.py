@@ -89,16 +89,23 @@ def _annotations(count: int) -> list[Annotation]:
                        title=f'RULE{i:03d}' if i % 2 else '') for i in range(count)]
 
 
-@pytest.mark.parametrize(('count', 'edits'), [(0, 0), (50, 0), (51, 1), (120, 2)])
-def test_publish_check_sends_every_annotation_50_at_a_time(github: Forge, github_server: FakeGitHub, count, edits):
+@pytest.mark.parametrize('count', [0, 50])
+def test_publish_check_is_one_request_with_its_annotations(github: Forge, github_server: FakeGitHub, count):
     url = github.publish_check(sha('feature'), 'mrbot', 'failure', '3 findings', 'the summary', _annotations(count))
     assert url == 'https://github.example/octo/kernels/runs/1'
-    assert (github_server.count('POST', '/check-runs'), github_server.count('PATCH', '/check-runs/1')) == (1, edits)
+    assert (github_server.count('POST', '/check-runs'), github_server.count('PATCH', '/check-runs/1')) == (1, 0)
     [run] = github_server.check_runs
     assert (run['name'], run['head_sha'], run['status'], run['conclusion']) == ('mrbot', sha('feature'), 'completed',
                                                                                 'failure')
     assert run['output'] == {'title': '3 findings', 'summary': 'the summary'}
     assert [annotation['message'] for annotation in run['annotations']] == [f'finding {i}' for i in range(count)]
+
+
+def test_publish_check_refuses_more_annotations_than_one_request_carries_before_any_request(
+        github: Forge, github_server: FakeGitHub):
+    with pytest.raises(ValueError, match='51 annotations: a check carries at most 50'):
+        github.publish_check(sha('feature'), 'mrbot', 'failure', 'title', 'summary', _annotations(51))
+    assert github_server.requests == []
 
 
 def test_publish_check_annotations_point_at_one_line(github: Forge, github_server: FakeGitHub):
@@ -128,18 +135,55 @@ def test_publish_check_without_the_permission_names_it(github_server: FakeGitHub
     assert github_server.check_runs == []
 
 
-def test_head_pushed_at_is_moved_neither_by_an_edit_nor_by_a_run_on_another_branch(github: Forge,
-                                                                                   github_server: FakeGitHub):
+def test_head_pushed_at_is_dated_by_the_bots_head_record_alone(github: Forge, github_server: FakeGitHub):
     github_server.open_pull('feature')
     github_server.push(1, 'b' * 40, created_at(9))
     assert github.head_pushed_at(github.get_pull(1)) == created_at(9).replace(microsecond=0).isoformat()
-    # an edit of the pull request starts a run of the same head, and is no push
+    # an edit of the pull request starts a pull_request run of the same head, and is no push
     github_server.edit(1, created_at(20))
     assert github.head_pushed_at(github.get_pull(1)) == created_at(9).replace(microsecond=0).isoformat()
-    # a run of the same commit on another branch says nothing about this pull request's head
+    # a push GitHub starts no pull_request run for (a merge conflict, [skip ci]) is in the record all the same
+    github_server.pulls[1]['conflict'] = True
+    github_server.skip_ci.add('c' * 40)
+    github_server.push(1, 'c' * 40, created_at(12))
+    assert github.head_pushed_at(github.get_pull(1)) == created_at(12).replace(microsecond=0).isoformat()
+    # another pull request's record of the same commit says nothing about this one's head
     github_server.branches['copy'] = 'd' * 40
     github_server.open_pull('copy')
     github_server.push(2, 'c' * 40, created_at(3))
-    github_server.push(1, 'c' * 40, created_at(12))
-    github_server.runs.pop()
+    assert github.head_pushed_at(github.get_pull(1)) == created_at(12).replace(microsecond=0).isoformat()
+
+
+def test_head_pushed_at_is_unknown_without_the_record_and_never_read_from_pull_request_runs(
+        github: Forge, github_server: FakeGitHub):
+    github_server.open_pull('feature')
+    github_server.workflows.discard('mrbot-head.yml')
     assert github.head_pushed_at(github.get_pull(1)) is None
+    # a fork's pull request may rewrite the record's file for its own pull_request runs, and name them as it likes
+    github_server.workflows.add('mrbot-head.yml')
+    github_server.runs.clear()
+    github_server.add_run('mrbot-head.yml', 'pull_request', 'success', created_at(1),
+                          f"mrbot head of #1 at {sha('feature')}")
+    assert github.head_pushed_at(github.get_pull(1)) is None
+
+
+def test_compare_paths_are_the_commits_own_and_a_list_github_may_have_cut_is_an_error(github: Forge,
+                                                                                      github_server: FakeGitHub):
+    github_server.commit_files['e' * 40] = ['fla/a.py', '.github/workflows/ci.yml']
+    assert github.compare_paths('main', 'e' * 40) == ['fla/a.py', '.github/workflows/ci.yml']
+    github_server.commit_files['f' * 40] = [f'f{i}.py' for i in range(301)]
+    with pytest.raises(MrbotError, match=r'f{12} changes 300 or more files against main, and GitHub lists 300 at most'):
+        github.compare_paths('main', 'f' * 40)
+
+
+def test_workflow_runs_are_newest_first_by_event_and_outcome_and_artifacts_by_run(github: Forge,
+                                                                                 github_server: FakeGitHub):
+    old = github_server.add_run('mrbot-post-result.yml', 'workflow_run', 'success', created_at(1),
+                                artifacts=('mrbot-history',))
+    failed = github_server.add_run('mrbot-post-result.yml', 'workflow_run', 'failure', created_at(2))
+    github_server.add_run('mrbot-post-result.yml', 'pull_request', 'success', created_at(3))
+    new = github_server.add_run('mrbot-post-result.yml', 'workflow_run', 'success', created_at(4))
+    assert [run.id for run in github.workflow_runs('mrbot-post-result.yml', 'workflow_run', 'success')] == [new, old]
+    assert [run.id for run in github.workflow_runs('mrbot-post-result.yml', 'workflow_run')] == [new, failed, old]
+    assert list(github.workflow_runs('missing.yml', 'workflow_run')) == []
+    assert (github.artifact_names(old), github.artifact_names(new)) == (['mrbot-history'], [])
