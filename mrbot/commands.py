@@ -113,6 +113,16 @@ def pushed_after(asked_at: str, pushed_at: str | None, head_sha: str, where: str
     return Decision(True)
 
 
+def changed_after(asked_at: str, updated_at: str, where: str) -> Decision:
+    """Refuse a command when `where` (a PR or MR) changed at `updated_at`, after it was asked at `asked_at` (both ISO
+    8601 in UTC to the second), where the forge's record of pushes may miss one: anything later, a push among it, may
+    have moved the head the asker saw."""
+    if updated_at > asked_at:
+        return Decision(False, f'{where} changed at {updated_at}, after the command was given ({asked_at}), and a push '
+                               "made with a workflow's token leaves no record of its own")
+    return Decision(True)
+
+
 def is_command(text: str | None) -> bool:
     """Whether a comment is addressed to mrbot at all (everything else is left alone, silently)."""
     first = (text or '').lstrip().split('\n', 1)[0].strip()

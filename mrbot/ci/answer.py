@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import re
 import sys
 from dataclasses import dataclass
 
@@ -61,7 +62,9 @@ def reference(forge: Forge, number: int) -> str:
 
 
 def _usage(user: str, error: commands.UsageError) -> str:
-    return f'@{user} {error}.\n\n```\n{commands.USAGE}\n```'
+    # the error quotes what was written: as code, so that no link or markup in it renders in the bot's name
+    ticks = '`' * (max(map(len, re.findall('`+', str(error))), default=0) + 1)
+    return f'@{user} {ticks} {error} {ticks}\n\n```\n{commands.USAGE}\n```'
 
 
 def _refusal(command: commands.Command, decision: commands.Decision) -> Answer:
@@ -110,6 +113,8 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
     if decision.allowed and request.given_at is not None and not command.args.get('sha'):
         # unpinned, it runs the head as it is now: only if the forge's record proves that is the head the asker saw
         decision = commands.pushed_after(request.given_at, forge.head_pushed_at(pull), sha, where)
+        if decision.allowed and not forge.records_every_push:
+            decision = commands.changed_after(request.given_at, pull.updated_at, where)
         if not decision.allowed:
             return _unproven(command, decision, sha)
     if not decision.allowed:

@@ -61,6 +61,10 @@ def read_artifact(folder: Path) -> dict:
         problems.append('body must be text')
     if (artifact.get('kind') == 'report') != (artifact.get('purpose') == 'report'):
         problems.append('a report has purpose report, and only a report does')
+    graded = artifact.get('graded')
+    if (artifact.get('kind') == 'report') != (isinstance(graded, dict) and all(
+            isinstance(graded.get(key), str) for key in ('title', 'body', 'base'))):
+        problems.append('a report, and only a report, has graded: the title, body and base branch it was graded with')
     check = artifact.get('check')
     if check is not None and not _valid_check(check):
         problems.append(f"check must have a conclusion ({', '.join(CONCLUSIONS)}), title, summary and annotations "
@@ -143,6 +147,12 @@ def validate_for_run(forge: Forge, run: dict, artifact: dict, accepted_on: Calla
                 raise Superseded(f'the report on #{pr} is of {sha[:12]}, and its head has moved on to '
                                  f'{pull.head_sha[:12]}')
             raise MrbotError(f'artifact rejected: #{pr} has head {pull.head_sha[:12]}, not {sha[:12]}')
+        graded = artifact['graded']
+        changed = [name for name, now, then in (('title', pull.title, graded['title']), ('body', pull.body, graded['body']),
+                                                ('base branch', pull.base_branch, graded['base'])) if now != then]
+        if changed:
+            # an edit since: the run of that edit grades the PR as it is, and must not be overtaken by this one
+            raise Superseded(f"the report on #{pr} was graded with another {' and '.join(changed)} than the PR has now")
         return
     if str(artifact.get('run')) != str(run['id']):
         raise MrbotError(f"artifact rejected: it names run {artifact.get('run')}, but it came from run {run['id']}")

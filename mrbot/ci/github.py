@@ -31,8 +31,8 @@ PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_fo
 # account alone does not tell the bot's comments from those of a workflow that echoes PR text.
 SIGNING_KEY = 'MRBOT_SIGNING_KEY'
 HISTORY_ARTIFACT = 'mrbot-history'
-# The poster's finished runs looked through for the history: every run that posts a result carries it on, so the
-# newest holds it unless help commands or failed downloads came in between.
+# The poster's finished runs looked through for the history: every one carries it on, so the newest holds it unless
+# uploads failed in between.
 HISTORY_RUNS = 20
 
 
@@ -62,6 +62,7 @@ def pull_request_report(event: Event, root: Path) -> dict:
     pull = event.fields().object('pull_request')
     number, title, body = pull.integer('number'), pull.text('title'), pull.optional_text('body') or ''
     base, head = pull.object('base').text('sha'), pull.object('head').text('sha')
+    base_branch = pull.object('base').text('ref')
     for sha in (base, head):
         try:
             git.resolve(root, sha)
@@ -74,7 +75,9 @@ def pull_request_report(event: Event, root: Path) -> dict:
     from mrbot.ci.report import check_report
 
     report = check_report(Workspace(root, config), base, head, title, body)
-    return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', **report}
+    # what the report was graded with besides the commit: a later event's run grades the PR as it is by then
+    graded = {'title': title, 'body': body, 'base': base_branch}
+    return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', 'graded': graded, **report}
 
 
 def comment_command(event: Event, root: Path, config: Config, environ: Mapping[str, str],
@@ -130,12 +133,12 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
 
 
 def find_history(environ: Mapping[str, str]) -> None:
-    """Write the step outputs `run`, the poster's own finished run holding the newest benchmark history ('' for none),
-    and `record`: whether to record into it, which is also 'true' when there is none yet, and 'false' where one may
-    lie further back than the poster looks (a new history would then replace it).
+    """Write the step output `run`: the poster's own finished run holding the newest benchmark history, or '' where
+    none of the last HISTORY_RUNS holds one (the history then starts over).
 
     The runs are this workflow's own (GITHUB_WORKFLOW_REF names its file) started by workflow_run, which only the
-    default branch's file is: a pull request can neither start such a run nor upload into one.
+    default branch's file is, and finished in success or failure, which only a command's own run leads to: no pull
+    request can start such a run, nor upload into one. Each carries the history on, so the newest holds it.
     """
     event = github_event(environ)
     reference = environ.get('GITHUB_WORKFLOW_REF', '')
@@ -148,11 +151,9 @@ def find_history(environ: Mapping[str, str]) -> None:
                        *itertools.islice(forge.workflow_runs(workflow, 'workflow_run', 'failure'), HISTORY_RUNS)],
                       key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
     holder = next((run.id for run in finished if HISTORY_ARTIFACT in forge.artifact_names(run.id)), None)
-    record = holder is not None or len(finished) < HISTORY_RUNS
-    write_outputs(event, {'run': str(holder or ''), 'record': 'true' if record else 'false'})
-    found = f'in run {holder}' if holder else 'not found'
-    print(f'mrbot action: benchmark history {found} among the last {len(finished)} finished runs of {workflow}'
-          + ('' if record else '; nothing is recorded, so that no new history replaces one further back'))
+    write_outputs(event, {'run': str(holder or '')})
+    print(f'mrbot action: benchmark history in run {holder}' if holder else
+          f'mrbot action: no benchmark history in the last {len(finished)} finished runs of {workflow}: it starts over')
 
 
 def act(root: Path, environ: Mapping[str, str], folder: Path | None) -> None:

@@ -9,6 +9,7 @@ import functools
 import sqlite3
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot import commands
@@ -31,14 +32,23 @@ def bot_bodies(notes: list[Note]) -> list[str]:
     return [note.body for note in notes if note.by_bot]
 
 
-def post(forge: Forge, event: Event, artifact: dict, withheld: str = '') -> str:
+@dataclass(frozen=True)
+class Withheld:
+    """Why a report does not publish its own check run; `failing` where a failing one stands in for it, since its
+    commit heads several open PRs and whatever check it carries shows on each of them."""
+
+    reason: str
+    failing: bool = False
+
+
+def post(forge: Forge, event: Event, artifact: dict, withheld: Withheld | None = None) -> str:
     """Put an artifact on the forge: the sticky comment of its purpose (its body made inert, cut at a line to fit the
     forge with a pointer to this run where it is longer), its check run unless `withheld` says why not (the comment
     then says it too), and the whole body in the job summary (on GitLab, which has none, in the job's log)."""
     body = inert(artifact['body']).rstrip('\n') + '\n'
     check = artifact.get('check')
     if check and withheld:
-        body += f'\n_No check run for this commit: {withheld}._\n'
+        body += f'\n_No check run of this report: {withheld.reason}._\n'
     fitted = fit_body(body, sticky_room(artifact['purpose'], forge.body_limit), event.run_url)
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
     if check and not withheld:
@@ -46,6 +56,11 @@ def post(forge: Forge, event: Event, artifact: dict, withheld: str = '') -> str:
         # the check's name is ours, whatever the artifact says: a name is what branch protection requires
         forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], inert(check['title']), summary,
                             annotations)
+    elif check and withheld.failing:
+        forge.publish_check(artifact['sha'], CHECK_NAME, 'failure', 'Several open pull requests share this commit',
+                            f'mrbot checks a commit for one pull request: {withheld.reason}. Each of them shows the '
+                            'report of its own in its comment; the check passes again once one pull request alone has '
+                            'this commit as its head and its report comes in.')
     write_summary(event, body)
     if fitted != body and event.step_summary is None:
         print(body, end='')
@@ -64,22 +79,27 @@ def _bounded(check: dict) -> tuple[list[Annotation], str]:
     return found[:ANNOTATIONS_LIMIT], summary
 
 
-def withheld_check(forge: Forge, artifact: dict) -> str:
-    """Why the report `artifact` may not publish a check run on its commit, or ''. Decided from the commit itself:
-    the files it changes against its merge base with the PR's base branch (a push after the report changes nothing
-    here), and the open PRs it heads (a check run belongs to the commit and shows on each of them)."""
+def withheld_check(forge: Forge, artifact: dict) -> Withheld | None:
+    """Why the report `artifact` may not publish its check run on its commit, or None. Decided from the commit itself:
+    the open PRs it heads (a check run belongs to the commit, and shows on each of them), and the files it changes
+    against its merge base with the PR's base branch (a push after the report changes nothing here)."""
     pr, sha = artifact['pr'], artifact['sha']
-    others = [number for number in forge.pulls_with_head(sha) if number != pr]
-    if others:
-        return (f"{sha[:12]} is also the head of #{', #'.join(map(str, others))}, where a check run for #{pr} would "
-                'show as theirs')
+    pull = forge.get_pull(pr)
+    if pull.state != 'open':
+        return Withheld(f'#{pr} is {pull.state}')
     try:
-        paths = forge.compare_paths(forge.get_pull(pr).base_branch, sha)
+        others = [number for number in forge.pulls_with_head(sha) if number != pr]
     except MrbotError as error:
-        return f'the files it changes cannot all be read ({error})'
+        return Withheld(f'the other pull requests it may head cannot all be read ({error})', failing=True)
+    if others:
+        return Withheld(f"{sha[:12]} is the head of #{pr} and of #{', #'.join(map(str, others))}", failing=True)
+    try:
+        paths = forge.compare_paths(pull.base_branch, sha)
+    except MrbotError as error:
+        return Withheld(f'the files it changes cannot all be read ({error})')
     if any(path.startswith('.github/') for path in paths):
-        return 'it changes files under .github/, where the workflow that wrote this report lives'
-    return ''
+        return Withheld('it changes files under .github/, where the workflow that wrote this report lives')
+    return None
 
 
 def with_done(body: str, run: str, seal: commands.Seal | None) -> str:
@@ -90,11 +110,14 @@ def with_done(body: str, run: str, seal: commands.Seal | None) -> str:
 
 
 def _mark_done(forge: Forge, number: int, run: str, notes: list[Note], seal: commands.Seal | None) -> None:
-    """Mark done the bot's accepted reply among `notes` that queued `run`."""
+    """Mark done the bot's accepted reply among `notes` that queued `run`: the first that carries its marker, since a
+    workflow echoing that reply may have copied the marker into more comments, each of which would cost an edit."""
     for note in notes:
         accepted = commands.markers([note.body], 'accepted', seal) if note.by_bot else []
-        if any(str(m.get('run')) == run for m in accepted) and not commands.markers([note.body], 'done', seal):
-            forge.edit_comment(number, note.id, with_done(note.body, run, seal))
+        if any(str(m.get('run')) == run for m in accepted):
+            if not commands.markers([note.body], 'done', seal):
+                forge.edit_comment(number, note.id, with_done(note.body, run, seal))
+            return
 
 
 def _evidence_timings(artifact: dict) -> list[Timing]:
@@ -188,8 +211,8 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     # kind and purpose name one artifact from here on
     withheld = {(a['kind'], a['purpose']): withheld_check(forge, a) for a in valid if a['check']}
     for artifact in valid:
-        if reason := withheld.get((artifact['kind'], artifact['purpose'])):
-            print(f"mrbot action: no check run for #{artifact['pr']}: {reason}", file=sys.stderr)
+        if held := withheld.get((artifact['kind'], artifact['purpose'])):
+            print(f"mrbot action: no check run of the report on #{artifact['pr']}: {held.reason}", file=sys.stderr)
     if history is not None:
         valid = _with_trends(valid, history)
     results = {a['purpose'] for a in valid if a['kind'] == 'result'}
@@ -200,7 +223,7 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
                 continue
             # one artifact the forge refuses loses no other
             try:
-                posted.append(post(forge, event, artifact, withheld.get((artifact['kind'], artifact['purpose']), '')))
+                posted.append(post(forge, event, artifact, withheld.get((artifact['kind'], artifact['purpose']))))
             except MrbotError as error:
                 refused.append(f"#{artifact['pr']} {artifact['purpose']}: {error}")
     finally:

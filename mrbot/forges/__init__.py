@@ -53,6 +53,7 @@ class PullRequest:
     `number` is the PR number or the MR iid; `title` is without GitLab's draft prefix, which `draft` reports instead.
     `state` is 'open', 'closed' or 'merged'. `head_repo` is the 'owner/name' of the project `head_branch` lives in:
     another project than this one for a fork's PR/MR, and '' where the forge no longer knows it (a deleted fork).
+    `updated_at` is when anything about it last changed (a push, an edit, a comment), ISO 8601 in UTC to the second.
     """
 
     number: int
@@ -65,6 +66,7 @@ class PullRequest:
     draft: bool
     state: str
     head_repo: str
+    updated_at: str
 
 
 @dataclass(frozen=True)
@@ -116,10 +118,12 @@ class Annotation:
 
 
 class Forge(Protocol):
-    """What mrbot asks of a forge. `body_limit` is how many characters a PR/MR body or a comment may hold there."""
+    """What mrbot asks of a forge. `body_limit` is how many characters a PR/MR body or a comment may hold there.
+    `records_every_push` says whether `head_pushed_at` sees every push, or only those the forge chose to record."""
 
     name: str
     body_limit: int
+    records_every_push: bool
 
     def find_pull(self, branch: str) -> PullRequest | None:
         """The open PR/MR whose head is `branch` of this project, or None."""

@@ -60,6 +60,8 @@ HEAD_RECORD = 'mrbot-head.yml'
 RECORDED_HEAD = re.compile(r'mrbot head of #(\d+) at ([0-9a-f]{40}|[0-9a-f]{64})')
 # GitHub lists at most 1,000 runs for a filtered query.
 RUNS_LISTED = 1000
+# The open pull requests read to find those a commit heads: ten pages.
+OPEN_PULLS_READ = 1000
 # What a fine-grained token or a workflow's `permissions:` must grant for each call; a classic token needs `repo`.
 _WRITE_PULLS = '`pull-requests: write` (a classic token: the `repo` scope)'
 _WRITE_ISSUES = '`issues: write` (a classic token: the `repo` scope)'
@@ -106,6 +108,9 @@ class GitHub:
 
     name = 'github'
     body_limit = BODY_LIMIT
+    # GitHub starts no workflow for a push made with a workflow's own token ("Triggering a workflow from a workflow"),
+    # a fork's included: the head record misses such a push
+    records_every_push = False
 
     def __init__(self, project: str, api_url: str, token: str, token_source: str, retries: int, backoff: float,
                  actions_login: str) -> None:
@@ -177,7 +182,8 @@ class GitHub:
         head_repo = pull.head.repo.full_name if pull.head.repo is not None else ''
         return PullRequest(number=pull.number, url=pull.html_url, title=pull.title, body=pull.body or '',
                            head_branch=pull.head.ref, head_sha=pull.head.sha, base_branch=pull.base.ref,
-                           draft=bool(pull.draft), state=state, head_repo=head_repo)
+                           draft=bool(pull.draft), state=state, head_repo=head_repo,
+                           updated_at=utc_timestamp(pull.updated_at))
 
     def find_pull(self, branch: str) -> PullRequest | None:
         with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ_PULLS):
@@ -269,11 +275,15 @@ class GitHub:
                                                            if f.get('previous_filename')]
 
     def pulls_with_head(self, sha: str) -> list[int]:
-        """The open PRs whose head is commit `sha`, from any repository."""
-        with self._doing(f'reading the pull requests of commit {sha[:12]} in {self.project}', _READ_PULLS):
-            _, pulls = self._repo.requester.requestJsonAndCheck('GET', f'{self._repo.url}/commits/{sha}/pulls',
-                                                                parameters={'per_page': 100})
-        return [p['number'] for p in pulls if p.get('state') == 'open' and (p.get('head') or {}).get('sha') == sha]
+        """The open PRs whose head is commit `sha`, from any repository, read from the list of open PRs: GitHub's
+        pull requests of a commit leave out those whose head is in a fork. An error where there are more open PRs
+        than GitHub lists at once (OPEN_PULLS_READ), so that no caller takes a part for all of them."""
+        with self._doing(f'reading the open pull requests of {self.project}', _READ_PULLS):
+            pulls = list(itertools.islice(self._repo.get_pulls(state='open'), OPEN_PULLS_READ + 1))
+        if len(pulls) > OPEN_PULLS_READ:
+            raise MrbotError(f'{self.project} has more than {OPEN_PULLS_READ} open pull requests; those whose head is '
+                             f'{sha[:12]} were not all read')
+        return [pull.number for pull in pulls if pull.head.sha == sha]
 
     def post_comment(self, number: int, body: str) -> Comment:
         require_fit(body, BODY_LIMIT, 'the comment')

@@ -101,6 +101,8 @@ class GitLab:
 
     name = 'gitlab'
     body_limit = BODY_LIMIT
+    # a merge request gets a diff version on every push to its source branch, whoever pushed
+    records_every_push = True
 
     def __init__(self, project: str, server_url: str, token: str, token_source: str, retries: int,
                  backoff: float) -> None:
@@ -174,7 +176,8 @@ class GitLab:
         return PullRequest(number=merge_request.iid, url=merge_request.web_url, title=title,
                            body=merge_request.description or '', head_branch=merge_request.source_branch,
                            head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft,
-                           state=_STATES[merge_request.state], head_repo=self._source_project(merge_request))
+                           state=_STATES[merge_request.state], head_repo=self._source_project(merge_request),
+                           updated_at=utc_timestamp(merge_request.updated_at))
 
     def running_job(self, job_token: str) -> RunningJob:
         """The CI job `job_token` (its CI_JOB_TOKEN) belongs to, as GitLab records it: whoever runs a job may set its

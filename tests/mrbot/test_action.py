@@ -116,6 +116,7 @@ class Bot:
         pull = payload['pull_request']
         pull.update({'number': self.number, 'title': '[Ops] Add shift', 'body': BODY, 'draft': False, **changes})
         pull['base']['sha'], pull['head']['sha'] = self.base, self.head
+        pull['base']['ref'], pull['head']['ref'] = 'main', 'topic'
         return payload
 
     def comment_payload(self, body: str | None, login: str = 'alice', association: str = 'MEMBER',
@@ -223,22 +224,47 @@ def test_a_fork_pr_leaves_an_artifact_that_the_poster_checks_and_posts(bot):
     assert 'HDR001' in summary
 
 
-def test_a_report_on_a_commit_that_heads_another_open_pr_is_its_comment_without_a_check_run(bot, capsys):
-    # N9: a fork's PR whose head is the victim's head commit: a check on that commit would show on both PRs, and
-    # rejecting the report whole let anyone silence every later report of the victim's PR
+def test_a_report_on_a_commit_that_heads_another_open_pr_is_its_comment_and_a_failing_check(bot, capsys):
+    # N9: a fork's PR whose head is the victim's head commit: rejecting the report whole let anyone silence every later
+    # report of the victim's PR; a check on the commit shows on both PRs, so neither PR's own check may stand there
     fork = 'mallory/Hello-World'
     bot.server.branches[f'{fork}:topic'] = bot.head
     victim = bot.number
-    copycat = bot.server.open_pull('topic', title='[Ops] Add shift', body=BODY, head_repo=fork)
+    copycat = bot.server.open_pull('topic', title='[Docs] Add shift', body=BODY, head_repo=fork)
     folder = bot.tmp / 'artifact'
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
     capsys.readouterr()
     code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, [victim]), '--artifact', str(folder))
-    assert code == 0 and f'no check run for #{victim}: {bot.head[:12]} is also the head of #{copycat}' in (
-        capsys.readouterr().err)
+    shared = f'{bot.head[:12]} is the head of #{victim} and of #{copycat}'
+    assert code == 0 and f'no check run of the report on #{victim}: {shared}' in capsys.readouterr().err
     [(_, report)] = bot.server.comments_on(victim)
-    assert 'HDR001' in report and f'_No check run for this commit: {bot.head[:12]} is also the head of #{copycat}' in report
-    assert bot.server.check_runs == [] and bot.server.comments_on(copycat) == []
+    assert 'HDR001' in report and f'_No check run of this report: {shared}._' in report
+    [run] = bot.server.check_runs
+    assert (run['name'], run['conclusion'], run['output']['title']) == (
+        'mrbot check', 'failure', 'Several open pull requests share this commit')
+    assert run['annotations'] == [] and bot.server.comments_on(copycat) == []
+
+
+def test_a_pr_that_changes_the_workflows_gets_its_report_but_no_check_run(bot, capsys):
+    bot.server.commit_files[bot.head] = ['pkg/shift.py', '.github/workflows/mrbot-pr.yml']
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9003, bot.head, [bot.number]), '--artifact', str(folder))
+    assert code == 0 and 'no check run of the report on #1: it changes files under .github/' in capsys.readouterr().err
+    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
+
+
+def test_a_pr_with_more_files_than_github_compares_gets_its_report_but_no_check_run(bot, capsys):
+    # the workflow change sorts after the 300 files a comparison lists: it cannot be ruled out, so no check is published
+    bot.server.commit_files[bot.head] = [f'.a{i:03d}' for i in range(300)] + ['.github/workflows/mrbot-pr.yml']
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    capsys.readouterr()
+    code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9004, bot.head, [bot.number]), '--artifact', str(folder))
+    assert code == 0 and 'no check run of the report on #1: the files it changes cannot all be read' in (
+        capsys.readouterr().err)
+    assert bot.server.check_runs == [] and len(bot.server.comments_on(bot.number)) == 1
 
 
 def test_a_report_notifies_nobody_and_carries_no_html_of_the_pr(bot):
@@ -885,10 +911,13 @@ def test_an_unpinned_command_does_not_run_a_head_pushed_after_it_was_given(bot):
     assert outputs['authorized'] == 'true' and outputs['sha'] == reviewed
 
 
-def test_an_edit_of_the_pr_after_the_comment_is_no_push(bot):
+def test_an_edit_of_the_pr_after_the_comment_cannot_be_told_from_an_unrecorded_push(bot):
     payload = bot.comment_payload('/bench scale')
     bot.server.edit(bot.number, created_at(payload['comment']['id']) + datetime.timedelta(seconds=30))
-    assert bot.act('issue_comment', payload)[1]['authorized'] == 'true'
+    _, outputs, _ = bot.act('issue_comment', payload)
+    assert outputs['authorized'] == 'false'
+    assert f'#{bot.number} changed at 2026-12-03T04:00:30+00:00, after the command' in (
+        bot.server.comments_on(bot.number)[-1][1])
 
 
 def test_with_no_record_of_the_push_only_a_pinned_command_runs(bot):

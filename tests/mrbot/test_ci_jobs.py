@@ -185,3 +185,17 @@ def test_the_head_record_runs_on_pull_request_target_with_nothing_and_names_each
     shown = run_name.replace('${{ github.event.pull_request.number }}', '12').replace(
         '${{ github.event.pull_request.head.sha }}', 'a' * 40)
     assert RECORDED_HEAD.fullmatch(shown) and RECORDED_HEAD.fullmatch(shown)[1] == '12'
+
+
+def test_each_poster_runs_only_for_its_own_kind_of_run_and_the_result_poster_always_carries_the_history_on():
+    # workflow_run matches the workflows it follows by name, and a fork's pull request may add a workflow of any name
+    # ("Events that trigger workflows", workflow_run): the event of the run it follows is what tells them apart
+    report_job = _jobs(WORKFLOWS / 'mrbot-post.yml')['post']
+    result_job = _jobs(WORKFLOWS / 'mrbot-post-result.yml')['post']
+    assert "github.event.workflow_run.event == 'pull_request'\n" in report_job
+    assert "github.event.workflow_run.event == 'issue_comment'\n" in result_job
+    # a run with nothing to post keeps the history as well, so that the poster's newest finished run holds it
+    steps = re.split(r'\n      - name: ', result_job)[1:]
+    kept = {step.split('\n', 1)[0]: step for step in steps}
+    for name in ('Find the benchmark history', 'Keep the benchmark history'):
+        assert 'steps.artifact.outputs.found' not in kept[name], name

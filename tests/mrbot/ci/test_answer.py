@@ -43,6 +43,23 @@ def test_an_unpinned_command_never_runs_a_commit_pushed_back_after_it_while_gith
     assert outputs['authorized'] == 'true' and outputs['sha'] == planted
 
 
+def test_a_push_github_records_no_run_for_is_still_a_push_after_the_command(bot):
+    # a push made with a workflow's token starts no workflow, the head record included ("Triggering a workflow from a
+    # workflow"): a fork's own workflow pushed the reviewed commit and, after the comment, the planted one back
+    planted = bot.repo.commit({'pkg/shift.py': 'def shift(x):\n    return x + 2\n'}, '[Ops] Planted')
+    bot.server.push(bot.number, planted, OPENED + datetime.timedelta(minutes=10))
+    reviewed = bot.repo.commit({'pkg/shift.py': 'def shift(x):\n    return x + 3\n'}, '[Ops] Reviewed')
+    bot.server.push(bot.number, reviewed, OPENED + datetime.timedelta(minutes=20), by_workflow=True)
+    payload = bot.comment_payload('/bench scale')
+    asked = created_at(payload['comment']['id'])
+    bot.server.push(bot.number, planted, asked + datetime.timedelta(seconds=30), by_workflow=True)
+    _, outputs, _ = bot.act('issue_comment', payload)
+    assert outputs['authorized'] == 'false'
+    reply = bot.server.comments_on(bot.number)[-1][1]
+    assert f'#{bot.number} changed at 2026-12-03T04:00:30+00:00, after the command was given' in reply
+    assert f'```\n/bench scale --on hopper --rounds 10 --sha {planted}\n```' in reply
+
+
 def test_with_no_record_of_the_push_the_reply_gives_the_pinned_command_to_copy(bot):
     bot.server.workflows.discard('mrbot-head.yml')
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/test'))
@@ -74,3 +91,22 @@ def test_without_the_signing_key_no_command_is_taken_and_the_reply_says_why(bot)
         'Not running commands here yet: the repository secret MRBOT_SIGNING_KEY that signs what mrbot keeps in its '
         'replies is not set (docs/ci.md, "The signing key").')
     assert [reaction[1] for reaction in bot.server.reactions] == ['-1']
+
+
+def test_a_usage_error_quotes_what_was_written_as_code_so_no_link_of_it_renders(bot):
+    from markdown_it import MarkdownIt
+
+    bot.server.collaborators['rita'] = ('read', 'read')
+    bot.act('issue_comment', bot.comment_payload('/bench [Approved,see](https://evil.example/ok)', login='rita',
+                                                 association='COLLABORATOR'))
+    reply = bot.server.comments_on(bot.number)[-1][1]
+    assert "unknown op '[Approved,see](https://evil.example/ok)'" in reply
+    tokens = MarkdownIt('commonmark').parse(reply)
+    links = [child for token in tokens for child in token.children or () if child.type == 'link_open']
+    assert links == []
+    # a backtick in what was written closes no code span early
+    bot.act('issue_comment', bot.comment_payload('/bench `[x](https://evil.example)`'))
+    reply = bot.server.comments_on(bot.number)[-1][1]
+    assert "the character '`' is not allowed in a command" in reply
+    assert [child for token in MarkdownIt('commonmark').parse(reply) for child in token.children or ()
+            if child.type == 'link_open'] == []

@@ -37,20 +37,23 @@ def test_the_history_is_found_in_the_posters_own_runs_whatever_else_carries_its_
     bot.server.add_run('mrbot-command.yml', 'issue_comment', 'success', created_at(160), artifacts=('mrbot-history',))
     # a fork's pull request that rewrote the poster's file runs it on pull_request, never on workflow_run
     bot.server.add_run(POSTER, 'pull_request', 'success', created_at(161), artifacts=('mrbot-history',))
-    # a /mrbot help posts nothing, and its run keeps no history
-    bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(162))
-    assert _find(bot) == {'run': str(kept), 'record': 'true'}
+    # a poster run that failed before it could keep the history
+    bot.server.add_run(POSTER, 'workflow_run', 'failure', created_at(162))
+    assert _find(bot) == {'run': str(kept)}
 
 
 def test_a_failed_posters_history_counts_and_the_newest_wins(bot):
     bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(1), artifacts=('mrbot-history',))
     newer = bot.server.add_run(POSTER, 'workflow_run', 'failure', created_at(2), artifacts=('mrbot-history',))
     bot.server.add_run(POSTER, 'workflow_run', 'skipped', created_at(3), artifacts=('mrbot-history',))
-    assert _find(bot) == {'run': str(newer), 'record': 'true'}
+    assert _find(bot) == {'run': str(newer)}
 
 
-def test_the_first_history_starts_empty_and_one_further_back_than_the_poster_looks_is_never_replaced(bot):
-    assert _find(bot) == {'run': '', 'record': 'true'}
+def test_the_history_starts_over_where_the_posters_last_runs_hold_none(bot):
+    # every run of the poster carries the history on: none among its last runs is a history lost (to failed uploads,
+    # or to 90 days without a command), which starts over rather than stop being kept
+    assert _find(bot) == {'run': ''}
+    bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(1), artifacts=('mrbot-history',))
     for minute in range(HISTORY_RUNS):
-        bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(minute + 1))
-    assert _find(bot) == {'run': '', 'record': 'false'}
+        bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(minute + 2))
+    assert _find(bot) == {'run': ''}

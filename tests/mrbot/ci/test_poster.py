@@ -75,3 +75,47 @@ def test_a_report_on_a_commit_its_pr_has_moved_on_from_is_passed_over_not_refuse
     assert code == 0 and bot.server.comments_on(bot.number) == [] and bot.server.check_runs == []
     assert (f'not posted: the report on #{bot.number} is of {bot.head[:12]}, and its head has moved on to '
             f'{newer[:12]}') in capsys.readouterr().err
+
+
+def test_a_report_graded_with_an_earlier_title_is_passed_over_whenever_its_poster_runs(bot, capsys):
+    # two edits seconds apart are two runs, and with no concurrency group the first one's poster may finish last: a
+    # report graded as `[Docs]` must not stand as the check of a PR titled `[Perf]`
+    early, late = bot.tmp / 'early', bot.tmp / 'late'
+    bot.act('pull_request', bot.pull_request_payload('edited', title='[Docs] Add shift'), '--artifact', str(early))
+    bot.server.pulls[bot.number]['title'] = '[Perf] Add shift, 3x'
+    bot.act('pull_request', bot.pull_request_payload('edited', title='[Perf] Add shift, 3x'), '--artifact', str(late))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9403, bot.head, [bot.number]), '--artifact',
+                   str(late))[0] == 0
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.workflow_run_payload(9404, bot.head, [bot.number]), '--artifact',
+                   str(early))[0] == 0
+    assert f'not posted: the report on #{bot.number} was graded with another title than the PR has now' in (
+        capsys.readouterr().err)
+    assert len(bot.server.check_runs) == 1
+    [(_, report)] = bot.server.comments_on(bot.number)
+    assert '[Docs]' not in report
+
+
+def test_a_green_check_of_one_pr_gives_way_to_a_failing_one_once_another_pr_shares_its_commit(bot, capsys):
+    # a check belongs to the commit: the one a `[Docs]` PR published would stand for a `[Perf]` PR opened later with
+    # the same head, whose own report fails; and a closed PR's report publishes nothing over the open one's
+    folder = bot.tmp / 'first'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    first = bot.number
+    assert bot.act('workflow_run', bot.workflow_run_payload(9405, bot.head, [first]), '--artifact', str(folder))[0] == 0
+    bot.server.branches['copy'] = bot.head
+    bot.number = bot.server.open_pull('copy', title='[Perf] Shift, 3x', body='')
+    later = bot.tmp / 'later'
+    payload = bot.pull_request_payload(title='[Perf] Shift, 3x', body='')
+    payload['pull_request']['head']['ref'] = 'copy'
+    bot.act('pull_request', payload, '--artifact', str(later))
+    run = bot.workflow_run_payload(9406, bot.head, [bot.number])
+    run['workflow_run']['head_branch'] = 'copy'
+    assert bot.act('workflow_run', run, '--artifact', str(later))[0] == 0
+    assert [(r['conclusion'], r['output']['title']) for r in bot.server.check_runs][-1] == (
+        'failure', 'Several open pull requests share this commit')
+    bot.server.pulls[bot.number]['state'] = 'closed'
+    capsys.readouterr()
+    assert bot.act('workflow_run', run, '--artifact', str(later))[0] == 0
+    assert f'no check run of the report on #{bot.number}: #{bot.number} is closed' in capsys.readouterr().err
+    assert len(bot.server.check_runs) == 2

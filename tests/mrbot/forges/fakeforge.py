@@ -324,7 +324,6 @@ class FakeGitHub(FakeForge):
         self.route('GET', repo + r'/actions/workflows/(?P<workflow>[^/]+)/runs', self._list_workflow_runs)
         self.route('GET', repo + r'/actions/runs/(?P<run>\d+)/artifacts', self._list_artifacts)
         self.route('GET', repo + r'/compare/(?P<base>[^/]+)\.\.\.(?P<head>[^/]+)', self._compare)
-        self.route('GET', repo + r'/commits/(?P<commit>[0-9a-f]{40})/pulls', self._pulls_of_commit)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
                   state: str = 'open', merged: bool = False, head_repo: str | None = None) -> int:
@@ -333,13 +332,14 @@ class FakeGitHub(FakeForge):
             number = len(self.pulls) + 1
             self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
                                   'draft': draft, 'state': 'closed' if merged else state, 'merged': merged,
-                                  'head_repo': head_repo or self.project, 'conflict': False}
+                                  'head_repo': head_repo or self.project, 'conflict': False, 'updated_at': OPENED}
             self._runs_for(self.pulls[number], OPENED, pushed=True)
             return number
 
-    def push(self, number: int, sha: str, at: datetime) -> None:
+    def push(self, number: int, sha: str, at: datetime, by_workflow: bool = False) -> None:
         """Move the head of pull request `number` to `sha` at `at`, as a push to its branch (in this repository or in
-        its fork) does."""
+        its fork) does; `by_workflow`: made with a workflow's GITHUB_TOKEN, which starts no workflow run at all
+        ("Triggering a workflow from a workflow"), though it changes the pull request like any push."""
         with self.lock:
             pull = self.pulls[number]
             self.pushed.add(self._head_sha(pull))
@@ -347,11 +347,14 @@ class FakeGitHub(FakeForge):
                 self.branches[pull['head']] = sha
             else:
                 self.branches[f"{pull['head_repo']}:{pull['head']}"] = sha
-            self._runs_for(pull, at, pushed=True)
+            pull['updated_at'] = at
+            if not by_workflow:
+                self._runs_for(pull, at, pushed=True)
 
     def edit(self, number: int, at: datetime) -> None:
         """Edit the title of pull request `number` at `at`: a pull_request run of the same head, no push."""
         with self.lock:
+            self.pulls[number]['updated_at'] = at
             self._runs_for(self.pulls[number], at, pushed=False)
 
     def add_run(self, workflow: str, event: str, conclusion: str, at: datetime, title: str = '',
@@ -386,9 +389,15 @@ class FakeGitHub(FakeForge):
 
     def add_comment(self, number: int, body: str, login: str = 'alice', type: str = 'User') -> int:
         with self.lock:
-            comment = len(self.comments) + 1
-            self.comments[comment] = {'id': comment, 'issue': number, 'body': body, 'login': login, 'type': type}
-            return comment
+            return self._comment(number, body, login, type)
+
+    def _comment(self, number: int, body: str, login: str, type: str) -> int:
+        """A new comment on pull request `number`, which it updates."""
+        comment = len(self.comments) + 1
+        self.comments[comment] = {'id': comment, 'issue': number, 'body': body, 'login': login, 'type': type}
+        if number in self.pulls:
+            self.pulls[number]['updated_at'] = max(self.pulls[number]['updated_at'], created_at(comment))
+        return comment
 
     def comments_on(self, number: int) -> list[tuple[str, str]]:
         """(author, body) of each comment on a PR, oldest first."""
@@ -459,6 +468,7 @@ class FakeGitHub(FakeForge):
                 'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
                 'merged': pull['merged'], 'merged_at': merged_at,
                 'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
+                'updated_at': _z(pull['updated_at']),
                 'head': {'ref': pull['head'], 'sha': self._head_sha(pull), 'label': self._head_label(pull),
                          'repo': self._repo_json(pull['head_repo'])},
                 'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}",
@@ -511,7 +521,7 @@ class FakeGitHub(FakeForge):
         number = len(self.pulls) + 1
         self.pulls[number] = {'number': number, 'head': body['head'], 'base': body['base'], 'title': body['title'],
                               'body': body.get('body') or '', 'draft': bool(body.get('draft')), 'state': 'open',
-                              'merged': False, 'head_repo': self.project}
+                              'merged': False, 'head_repo': self.project, 'conflict': False, 'updated_at': OPENED}
         return Answer(201, self._pull_json(self.pulls[number]))
 
     def _get_pull(self, request: Request, number: str) -> Answer:
@@ -538,9 +548,7 @@ class FakeGitHub(FakeForge):
     def _create_comment(self, request: Request, number: str) -> Answer:
         if int(number) not in self.pulls:
             return Answer(404, {'message': 'Not Found'})
-        comment = len(self.comments) + 1
-        self.comments[comment] = {'id': comment, 'issue': int(number), 'body': request.body['body'],
-                                  'login': request.account.login, 'type': request.account.type}
+        comment = self._comment(int(number), request.body['body'], request.account.login, request.account.type)
         return Answer(201, self._comment_json(self.comments[comment]))
 
     def _edit_comment(self, request: Request, comment: str) -> Answer:
@@ -605,9 +613,6 @@ class FakeGitHub(FakeForge):
         names = self.artifacts.get(int(run), [])
         return Answer(200, {'total_count': len(names), 'artifacts': [
             {'id': int(run) * 100 + index, 'name': name, 'expired': False} for index, name in enumerate(names)]})
-
-    def _pulls_of_commit(self, request: Request, commit: str) -> Answer:
-        return Answer(200, [self._listed_pull_json(pull) for pull in self.pulls.values() if self._head_sha(pull) == commit])
 
     def _create_check_run(self, request: Request) -> Answer:
         body = request.body
@@ -780,6 +785,8 @@ class FakeGitLab(FakeForge):
                 'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
                 'source_project_id': source_id, 'target_project_id': _PROJECT_ID,
                 'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
+                'updated_at': (merge_request['versions'][-1][1] if merge_request['versions'] else OPENED).isoformat(
+                    timespec='milliseconds').replace('+00:00', 'Z'),
                 'diff_refs': {'base_sha': merge_request['base'], 'head_sha': head_sha,
                               'start_sha': merge_request['versions'][-1][2] if merge_request['versions']
                               else self.branches[merge_request['target']]},
