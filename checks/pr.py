@@ -11,8 +11,8 @@ from mrbot.rules import Context, Violation, rule
 
 _TITLE = re.compile(r'^\[([^\[\]]+)\] +(\S.*)$')
 _TWO_TAGS = re.compile(r'^\[[^\]]*\]\s*\[')
-_HEADING = re.compile(r'^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$')
-_COMMENT = re.compile(r'<!--.*?-->', re.DOTALL)
+# The opening of an ATX heading; the rest of the line is read in `_heading`, in time linear in its length.
+_HEADING = re.compile(r'[ \t]{0,3}#{1,6}[ \t]')
 _PLACEHOLDER = re.compile(r'^\s*(?:TODO|TBD|\.\.\.|…|_No response_)\s*$', re.IGNORECASE)
 _TOOLS = (r'claude|anthropic|copilot|chatgpt|openai|gpt-?\d|gemini|cursor|codex|devin|aider|codeium|windsurf|'
           r'tabnine|codewhisperer|amazon q')
@@ -57,14 +57,25 @@ def title_format(context: Context) -> Iterator[Violation]:
         yield Violation('', 0, f'title tag [{title_tag(title)}] is not one of: {known}', severity='warning')
 
 
+def _heading(line: str) -> str | None:
+    """The text of an ATX heading line (`## Test plan ##` gives `Test plan`), or None for another line."""
+    opening = _HEADING.match(line)
+    if opening is None:
+        return None
+    text = line[opening.end():].strip()
+    # a closing run of #s counts only after a space
+    unclosed = text.rstrip('#')
+    return unclosed.strip() if unclosed != text and (not unclosed or unclosed[-1] in ' \t') else text
+
+
 def _sections(body: str) -> dict[str, str]:
     sections, name, lines = {}, None, []
     for line in body.splitlines():
-        heading = _HEADING.match(line)
-        if heading:
+        heading = _heading(line)
+        if heading is not None:
             if name is not None:
                 sections.setdefault(name, '\n'.join(lines))
-            name, lines = heading.group(1).strip().rstrip(':').lower(), []
+            name, lines = heading.rstrip(':').lower(), []
         elif name is not None:
             lines.append(line)
     if name is not None:
@@ -72,8 +83,19 @@ def _sections(body: str) -> dict[str, str]:
     return sections
 
 
+def _without_comments(text: str) -> str:
+    """`text` without its HTML comments (one left open runs to the end), in one pass: a lazy regex rescans the rest of
+    the text from every opener that has no end."""
+    kept, done = [], 0
+    while (start := text.find('<!--', done)) >= 0:
+        kept.append(text[done:start])
+        end = text.find('-->', start + 4)
+        done = len(text) if end < 0 else end + 3
+    return ''.join([*kept, text[done:]])
+
+
 def _is_empty(text: str) -> bool:
-    return all(not line.strip() or _PLACEHOLDER.match(line) for line in _COMMENT.sub('', text).splitlines())
+    return all(not line.strip() or _PLACEHOLDER.match(line) for line in _without_comments(text).splitlines())
 
 
 @rule('MR-BODY', 'PR body misses a required section', 'error',

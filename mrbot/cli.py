@@ -119,6 +119,12 @@ def _crash_report(error: BaseException) -> Path:
     return Path(name)
 
 
+def _one_line(text: str) -> str:
+    """`text` on one line, its control characters escaped: an error may quote what a stranger wrote, and a CI runner
+    reads a line of its own that starts with `::` as a command (`::error::`, `::add-mask::`)."""
+    return ''.join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
 def _terminate(signum: int, frame: object) -> None:
     # a stage cleans up on KeyboardInterrupt (children stopped, what finished saved): SIGTERM takes the same way out
     raise KeyboardInterrupt
@@ -134,16 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(words, chosen)
     except MrbotError as error:
-        print(f'{where}: error: {error}', file=sys.stderr)
+        print(f'{where}: error: {_one_line(str(error))}', file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         # what finished before the interrupt is kept where a command keeps it (a cache, a record), which it names
-        print(f'{where}: interrupted' + (f': {interrupt}' if str(interrupt) else ''), file=sys.stderr)
+        print(f'{where}: interrupted' + (f': {_one_line(str(interrupt))}' if str(interrupt) else ''), file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the one place a bug becomes a line and an exit code, not a traceback
         report = _crash_report(error)
-        print(f'{where}: internal error: {type(error).__name__}: {error} (a bug in mrbot; the traceback is in '
-              f'{report}: please report it with that file)', file=sys.stderr)
+        print(f'{where}: internal error: {type(error).__name__}: {_one_line(str(error))} (a bug in mrbot; the traceback '
+              f'is in {report}: please report it with that file)', file=sys.stderr)
         return 2
     finally:
         if handles_signals:

@@ -311,6 +311,17 @@ def _age_s(at: str, now: datetime.datetime) -> float:
         return float('inf')
 
 
+def permitted(user: str, association: str, permission: str, config: Config) -> Decision:
+    """May `user` (with this author association and repository permission) give commands here at all?"""
+    if association not in ASSOCIATIONS:
+        return Decision(False, f'@{user} is not a member or collaborator of this repository ({association.lower()})')
+    if permission not in WRITE_PERMISSIONS:
+        return Decision(False, f'@{user} has {permission} permission; commands need write access')
+    if config.command_users and user not in config.command_users:
+        return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
+    return Decision(True)
+
+
 def authorize(user: str, association: str, permission: str, bot_bodies: list[str], now: datetime.datetime,
               config: Config, jobs: int = 1, note: int | None = None, *, seal: Seal | None) -> Decision:
     """May `user` (with this author association and repository permission) start `jobs` GPU jobs on this PR now?
@@ -321,12 +332,9 @@ def authorize(user: str, association: str, permission: str, bot_bodies: list[str
     not one the bot wrote, and is ignored. The jobs GitLab runs for `note`, one per runner class, are one command: one
     of them starts no cooldown for the others.
     """
-    if association not in ASSOCIATIONS:
-        return Decision(False, f'@{user} is not a member or collaborator of this repository ({association.lower()})')
-    if permission not in WRITE_PERMISSIONS:
-        return Decision(False, f'@{user} has {permission} permission; commands need write access')
-    if config.command_users and user not in config.command_users:
-        return Decision(False, f'@{user} is not on the command allow-list of this repository ([tool.mrbot] command-users)')
+    decision = permitted(user, association, permission, config)
+    if not decision.allowed:
+        return decision
     accepted = [m for m in markers(bot_bodies, 'accepted', seal) if _age_s(m.get('at'), now) >= 0]
     done = {str(m.get('run')) for m in markers(bot_bodies, 'done', seal)}
     mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user and (note is None or m.get('note') != note)]

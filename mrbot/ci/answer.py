@@ -94,6 +94,10 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
     if runner is not None and (command.kind == 'help' or runner not in command.runners):
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')
     if command.kind == 'help':
+        # an answer posted and a poster run started in the bot's name: for those who may give commands alone
+        decision = _permission(forge, request, config)
+        if not decision.allowed:
+            return _refusal(command, decision)
         return Answer(f'```\n{commands.USAGE}\n```', '+1', command)
     runners = command.runners if runner is None else (runner,)
     where = reference(forge, request.number)
@@ -146,15 +150,32 @@ def _admission(forge: Forge, request: Request, runners: tuple[str, ...], bot_bod
                                         for m in commands.markers(bot_bodies, 'accepted', seal)):
         return commands.Decision(False, f'note {request.note} has been run already on {" and ".join(runners)}; a new '
                                         'note asks again')
-    for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
-        permission = forge.permission(login)
-        association = (request.association if login == request.asker and request.association is not None
-                       else 'MEMBER' if permission != 'none' else 'NONE')
+    for login, association, permission in _askers(forge, request):
         decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners),
                                       request.note, seal=seal)
         if not decision.allowed:
             return decision
     return commands.Decision(True)
+
+
+def _permission(forge: Forge, request: Request, config: Config) -> commands.Decision:
+    """May the request's asker (and on GitLab whoever ran the job) give commands at all."""
+    for login, association, permission in _askers(forge, request):
+        decision = commands.permitted(login, association, permission, config)
+        if not decision.allowed:
+            return decision
+    return commands.Decision(True)
+
+
+def _askers(forge: Forge, request: Request) -> list[tuple[str, str, str]]:
+    """Each one the request is asked by, with their author association and permission on the forge."""
+    askers = []
+    for login in dict.fromkeys(filter(None, (request.asker, request.job_user))):
+        permission = forge.permission(login)
+        association = (request.association if login == request.asker and request.association is not None
+                       else 'MEMBER' if permission != 'none' else 'NONE')
+        askers.append((login, association, permission))
+    return askers
 
 
 def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime,

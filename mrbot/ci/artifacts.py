@@ -22,6 +22,7 @@ MAX_TIMINGS = 500
 _SHA = re.compile(r'[0-9a-f]{40}')
 _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,80}')
+_RUN = re.compile(r'[0-9]{1,20}')
 
 
 class Superseded(Exception):
@@ -59,6 +60,8 @@ def read_artifact(folder: Path) -> dict:
         problems.append('purpose must be report, bench-CLASS or test-CLASS')
     if not isinstance(artifact.get('body'), str):
         problems.append('body must be text')
+    if artifact.get('kind') != 'report' and not (isinstance(artifact.get('run'), str) and _RUN.fullmatch(artifact['run'])):
+        problems.append('run must be the id of the run that left it')
     if (artifact.get('kind') == 'report') != (artifact.get('purpose') == 'report'):
         problems.append('a report has purpose report, and only a report does')
     graded = artifact.get('graded')

@@ -48,7 +48,8 @@ def post(forge: Forge, event: Event, artifact: dict, withheld: Withheld | None =
     body = inert(artifact['body']).rstrip('\n') + '\n'
     check = artifact.get('check')
     if check and withheld:
-        body += f'\n_No check run of this report: {withheld.reason}._\n'
+        # first: an unclosed <details> in the body would fold away whatever comes after it
+        body = f'_No check run of this report: {withheld.reason}._\n\n{body}'
     fitted = fit_body(body, sticky_room(artifact['purpose'], forge.body_limit), event.run_url)
     comment = forge.upsert_comment(artifact['pr'], artifact['purpose'], fitted)
     if check and not withheld:
@@ -79,20 +80,28 @@ def _bounded(check: dict) -> tuple[list[Annotation], str]:
     return found[:ANNOTATIONS_LIMIT], summary
 
 
-def withheld_check(forge: Forge, artifact: dict) -> Withheld | None:
+def withheld_check(forge: Forge, artifact: dict, default_branch: str) -> Withheld | None:
     """Why the report `artifact` may not publish its check run on its commit, or None. Decided from the commit itself:
-    the open PRs it heads (a check run belongs to the commit, and shows on each of them), and the files it changes
-    against its merge base with the PR's base branch (a push after the report changes nothing here)."""
+    the open PRs it heads (a check run belongs to the commit, and shows on each of them: the one PR among them into
+    `default_branch` carries it, else a failing check stands for all), and the files it changes against its merge
+    base with the PR's base branch (a push after the report changes nothing here)."""
     pr, sha = artifact['pr'], artifact['sha']
     pull = forge.get_pull(pr)
     if pull.state != 'open':
         return Withheld(f'#{pr} is {pull.state}')
     try:
-        others = [number for number in forge.pulls_with_head(sha) if number != pr]
+        sharing = [pull, *(other for other in forge.pulls_with_head(sha) if other.number != pr)]
     except MrbotError as error:
         return Withheld(f'the other pull requests it may head cannot all be read ({error})', failing=True)
-    if others:
-        return Withheld(f"{sha[:12]} is the head of #{pr} and of #{', #'.join(map(str, others))}", failing=True)
+    if len(sharing) > 1:
+        # one branch may be asked into several bases: the PR into the default branch is the one its check is for
+        owners = [each for each in sharing if each.base_branch == default_branch]
+        if len(owners) != 1:
+            return Withheld(f"{sha[:12]} is the head of #{' and #'.join(str(each.number) for each in sharing)}",
+                            failing=True)
+        if owners[0].number != pr:
+            return Withheld(f'{sha[:12]} is also the head of #{owners[0].number}, into {default_branch}, whose check '
+                            'it carries')
     try:
         paths = forge.compare_paths(pull.base_branch, sha)
     except MrbotError as error:
@@ -209,7 +218,8 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
     # kind and purpose name one artifact from here on
-    withheld = {(a['kind'], a['purpose']): withheld_check(forge, a) for a in valid if a['check']}
+    default_branch = event.fields().object('repository').text('default_branch')
+    withheld = {(a['kind'], a['purpose']): withheld_check(forge, a, default_branch) for a in valid if a['check']}
     for artifact in valid:
         if held := withheld.get((artifact['kind'], artifact['purpose'])):
             print(f"mrbot action: no check run of the report on #{artifact['pr']}: {held.reason}", file=sys.stderr)

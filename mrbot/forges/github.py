@@ -70,6 +70,7 @@ _READ_ACTIONS = '`actions: read` (a classic token: the `repo` scope)'
 _READ_ISSUES = '`issues: read` (a classic token: the `repo` scope)'
 _READ_CONTENTS = '`contents: read` (a classic token: the `repo` scope)'
 _READ_METADATA = '`metadata: read` (a classic token: the `repo` scope)'
+_READ_CHECKS = '`checks: read` (a classic token: the `repo` scope)'
 _WRITE_CHECKS = "`checks: write` (only a GitHub App or a workflow's GITHUB_TOKEN can hold it)"
 
 
@@ -274,16 +275,16 @@ class GitHub:
         return [str(f.get('filename')) for f in files] + [str(f['previous_filename']) for f in files
                                                            if f.get('previous_filename')]
 
-    def pulls_with_head(self, sha: str) -> list[int]:
+    def pulls_with_head(self, sha: str) -> list[PullRequest]:
         """The open PRs whose head is commit `sha`, from any repository, read from the list of open PRs: GitHub's
         pull requests of a commit leave out those whose head is in a fork. An error where there are more open PRs
         than GitHub lists at once (OPEN_PULLS_READ), so that no caller takes a part for all of them."""
         with self._doing(f'reading the open pull requests of {self.project}', _READ_PULLS):
             pulls = list(itertools.islice(self._repo.get_pulls(state='open'), OPEN_PULLS_READ + 1))
-        if len(pulls) > OPEN_PULLS_READ:
-            raise MrbotError(f'{self.project} has more than {OPEN_PULLS_READ} open pull requests; those whose head is '
-                             f'{sha[:12]} were not all read')
-        return [pull.number for pull in pulls if pull.head.sha == sha]
+            if len(pulls) > OPEN_PULLS_READ:
+                raise MrbotError(f'{self.project} has more than {OPEN_PULLS_READ} open pull requests; those whose head '
+                                 f'is {sha[:12]} were not all read')
+            return [self._pull(pull) for pull in pulls if pull.head.sha == sha]
 
     def post_comment(self, number: int, body: str) -> Comment:
         require_fit(body, BODY_LIMIT, 'the comment')
@@ -336,6 +337,22 @@ class GitHub:
         """The conversation's comments (GitHub's issue comments); review comments on lines of the diff are not read."""
         with self._doing(f'reading the comments on pull request #{number} of {self.project}', _READ_ISSUES):
             return [self._note(comment) for comment in self._repo.get_issue(number).get_comments()]
+
+    def start_check(self, sha: str, name: str, title: str, summary: str) -> str:
+        """A check run in progress on commit `sha`, which a completed one of the same name later takes the place of;
+        returns its URL."""
+        output = {'title': title, 'summary': fit_markdown(summary, SUMMARY_LIMIT, '_Cut._')}
+        with self._doing(f"starting the '{name}' check of {sha} in {self.project}", _WRITE_CHECKS):
+            return self._repo.create_check_run(name=name, head_sha=sha, status='in_progress', output=output).html_url
+
+    def completed_check_since(self, sha: str, name: str, moment: str) -> bool:
+        """Whether a check run `name` on commit `sha` completed at `moment` (ISO 8601 in UTC to the second) or later."""
+        with self._doing(f"reading the '{name}' checks of {sha[:12]} in {self.project}", _READ_CHECKS):
+            _, data = self._repo.requester.requestJsonAndCheck(
+                'GET', f'{self._repo.url}/commits/{sha}/check-runs',
+                parameters={'check_name': name, 'filter': 'all', 'status': 'completed', 'per_page': 100})
+        return any(isinstance(run, dict) and run.get('completed_at') and utc_timestamp(run['completed_at']) >= moment
+                   for run in data.get('check_runs') or ())
 
     def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
                       annotations: Sequence[Annotation] = ()) -> str:

@@ -59,6 +59,18 @@ def test_body_sections_present_and_filled(repo):
         ('MR-BODY', 'error', "PR body has no '## Breaking changes' section")]
 
 
+def test_headings_are_read_as_commonmark_writes_them_and_a_hostile_line_is_read_at_once(repo):
+    repo.commit({'a.txt': 'a\n'})
+    closed = BODY.replace('## Test plan', '  ### Test plan: ###').replace('## Summary', '##\tSummary')
+    assert repo.check('MR-BODY', body=closed).findings == ()
+    # a heading a regex took time cubic in its spaces to read (hours at 10 kB), which held the PR's report back; and
+    # comment openers with no end, which a lazy regex rescanned from each of them
+    hostile = BODY + '# a' + ' ' * 20_000 + 'x\n' + '<!--' * 20_000
+    assert repo.check('MR-BODY', body=hostile).findings == ()
+    assert _pr_findings(repo.check('MR-BODY', body=hostile.replace('## Summary', '##Summary'))) == [
+        ('MR-BODY', 'error', "PR body has no '## Summary' section")]
+
+
 def test_a_commit_body_is_not_held_to_the_pr_template(repo):
     base = repo.commit({'a.txt': 'a\n'})
     repo.commit({'a.txt': 'b\n'}, '[Fix] Thing\n\nJust a commit message.')

@@ -139,6 +139,7 @@ class Bot:
         """The `workflow_run` of a finished `mrbot PR` run (`event` pull_request) or `mrbot command` run (issue_comment,
         whose head is the default branch)."""
         payload = webhooks.example('workflow_run', 'completed', having='pull_requests')
+        payload['repository']['default_branch'] = 'main'
         run = payload['workflow_run']
         run.update(id=run_id, head_sha=head_sha, event=event, head_branch='topic' if event == 'pull_request' else 'main',
                    head_repository={'full_name': head_repo})
@@ -235,7 +236,7 @@ def test_a_report_on_a_commit_that_heads_another_open_pr_is_its_comment_and_a_fa
     bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
     capsys.readouterr()
     code, _, _ = bot.act('workflow_run', bot.workflow_run_payload(9002, bot.head, [victim]), '--artifact', str(folder))
-    shared = f'{bot.head[:12]} is the head of #{victim} and of #{copycat}'
+    shared = f'{bot.head[:12]} is the head of #{victim} and #{copycat}'
     assert code == 0 and f'no check run of the report on #{victim}: {shared}' in capsys.readouterr().err
     [(_, report)] = bot.server.comments_on(victim)
     assert 'HDR001' in report and f'_No check run of this report: {shared}._' in report

@@ -17,6 +17,7 @@ import pytest
 from mrbot import cli
 from mrbot.cli import main
 from mrbot.config import CONFIG_VARIABLE
+from mrbot.records import MrbotError
 from mrbot.selection import CACHE_PATH
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
@@ -73,6 +74,13 @@ def test_a_bug_is_one_line_naming_where_its_traceback_went_and_exit_2(monkeypatc
         assert 'Traceback' in report.read_text() and 'ValueError: the bug' in report.read_text()
     finally:
         report.unlink()
+
+
+def test_an_error_quoting_a_strangers_text_stays_one_line_and_starts_no_workflow_command(monkeypatch, capsys):
+    _command(monkeypatch, MrbotError('artifact rejected: it names run 1\n::error title=mrbot::Approved\r'))
+    assert main(['rules']) == 2
+    err = capsys.readouterr().err
+    assert err == 'mrbot rules: error: artifact rejected: it names run 1\\n::error title=mrbot::Approved\\r\n'
 
 
 def test_an_interrupt_or_a_termination_is_one_line_and_exit_130(monkeypatch, capsys):

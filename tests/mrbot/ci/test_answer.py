@@ -110,3 +110,11 @@ def test_a_usage_error_quotes_what_was_written_as_code_so_no_link_of_it_renders(
     assert "the character '`' is not allowed in a command" in reply
     assert [child for token in MarkdownIt('commonmark').parse(reply) for child in token.children or ()
             if child.type == 'link_open'] == []
+
+
+def test_help_is_answered_to_those_who_may_give_commands_alone(bot):
+    bot.server.collaborators['rita'] = ('read', 'read')
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/mrbot help', login='rita', association='COLLABORATOR'))
+    assert outputs['authorized'] == 'false'
+    assert bot.server.comments_on(bot.number)[-1][1] == ('Not running `/mrbot help`: @rita has read permission; commands '
+                                                         'need write access.')

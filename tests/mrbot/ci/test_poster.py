@@ -119,3 +119,55 @@ def test_a_green_check_of_one_pr_gives_way_to_a_failing_one_once_another_pr_shar
     assert bot.act('workflow_run', run, '--artifact', str(later))[0] == 0
     assert f'no check run of the report on #{bot.number}: #{bot.number} is closed' in capsys.readouterr().err
     assert len(bot.server.check_runs) == 2
+
+
+def test_a_result_naming_a_run_that_is_no_run_id_is_refused_on_one_line(bot, capsys):
+    # PR code on the GPU runner writes the artifact: its text must not reach the poster's log as a workflow command
+    bot.act('issue_comment', bot.comment_payload('/test'), run_id=9407)
+    folder = bot.tmp / 'downloaded' / 'mrbot-result-hopper'
+    folder.mkdir(parents=True)
+    (folder / ARTIFACT).write_text(json.dumps({'schema': 1, 'kind': 'result', 'pr': bot.number, 'sha': bot.head,
+                                               'run': '9407\n::error title=mrbot::Approved', 'purpose': 'test-hopper',
+                                               'body': 'green', 'check': None}))
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.command_run(9407), '--artifact', str(folder.parent))[0] == 2
+    captured = capsys.readouterr()
+    assert 'run must be the id of the run that left it' in captured.err
+    assert not any(line.startswith('::') for line in (captured.out + captured.err).splitlines())
+
+
+def test_the_reason_a_check_run_is_withheld_comes_before_a_body_that_could_fold_it_away(bot):
+    bot.server.commit_files[bot.head] = ['.github/workflows/mrbot-pr.yml']
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    artifact = json.loads((folder / ARTIFACT).read_text())
+    # the PR rewrote its own workflow, and so wrote its own report: ending in a <details> that nothing closes
+    (folder / ARTIFACT).write_text(json.dumps({**artifact, 'body': 'All green.\n\n<details>\n\n'}))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9408, bot.head, [bot.number]), '--artifact',
+                   str(folder))[0] == 0
+    [(_, report)] = bot.server.comments_on(bot.number)
+    assert report.splitlines()[1].startswith('_No check run of this report: it changes files under .github/')
+
+
+def test_a_branch_asked_into_another_base_as_well_leaves_the_check_to_its_pr_into_the_default_branch(bot, capsys):
+    # anyone may open a PR from a victim's branch into another base: it follows every push of the victim's, and the
+    # victim's check must not fail for it
+    copy = bot.server.open_pull('topic', title='[Misc] Into release', body='')
+    bot.server.branches['release'] = bot.base
+    bot.server.pulls[copy]['base'] = 'release'
+    folder = bot.tmp / 'artifact'
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9409, bot.head, [bot.number]), '--artifact',
+                   str(folder))[0] == 0
+    assert [(run['conclusion'], run['output']['title']) for run in bot.server.check_runs] == [
+        ('failure', '1 error, 1 warning')]
+    other = bot.tmp / 'other'
+    payload = bot.pull_request_payload(title='[Misc] Into release', body='')
+    payload['number'] = payload['pull_request']['number'] = copy
+    payload['pull_request']['base']['ref'] = 'release'
+    bot.act('pull_request', payload, '--artifact', str(other))
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.workflow_run_payload(9410, bot.head, [copy]), '--artifact', str(other))[0] == 0
+    assert (f'no check run of the report on #{copy}: {bot.head[:12]} is also the head of #{bot.number}, into main, '
+            'whose check it carries') in capsys.readouterr().err
+    assert len(bot.server.check_runs) == 1
