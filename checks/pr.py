@@ -16,8 +16,11 @@ _HEADING = re.compile(r'[ \t]{0,3}#{1,6}[ \t]')
 _PLACEHOLDER = re.compile(r'^\s*(?:TODO|TBD|\.\.\.|…|_No response_)\s*$', re.IGNORECASE)
 _TOOLS = (r'claude|anthropic|copilot|chatgpt|openai|gpt-?\d|gemini|cursor|codex|devin|aider|codeium|windsurf|'
           r'tabnine|codewhisperer|amazon q')
-_ATTRIBUTION = re.compile(
-    rf'^\s*co-authored-by:.*\b(?:{_TOOLS})|generated (?:with|by)\b.*\b(?:{_TOOLS}|ai)\b|🤖', re.IGNORECASE | re.MULTILINE)
+# Each read in one pass over a line: a pattern with two unbounded runs in it rescans a long message from every start.
+_CO_AUTHOR = re.compile(r'[ \t]*co-authored-by:', re.IGNORECASE)
+_TOOL = re.compile(rf'\b(?:{_TOOLS})', re.IGNORECASE)
+_GENERATED = re.compile(r'generated (?:with|by)\b', re.IGNORECASE)
+_TOOL_OR_AI = re.compile(rf'\b(?:{_TOOLS}|ai)\b', re.IGNORECASE)
 _SKIP = re.compile(r'\[(?:skip ci|ci skip|skip tests?|no ci|skip actions)\]', re.IGNORECASE)
 _ARTIFACT_SUFFIXES = ('.ncu-rep', '.nsys-rep', '.qdrep', '.qdstrm')
 
@@ -124,6 +127,24 @@ def body_sections(context: Context) -> Iterator[Violation]:
             yield Violation('', 0, f"PR body section '{required}' is empty or holds only template text")
 
 
+def _attribution(text: str) -> str | None:
+    """The first tool attribution in `text`: a co-author trailer that names a tool, a "generated with" that names one
+    (or AI), or the robot; each line read once."""
+    for line in text.splitlines():
+        found = []
+        trailer = _CO_AUTHOR.match(line)
+        if trailer and (tool := _TOOL.search(line, trailer.end())):
+            found.append((0, line[:tool.end()]))
+        generated = _GENERATED.search(line)
+        if generated and (tool := _TOOL_OR_AI.search(line, generated.end())):
+            found.append((generated.start(), line[generated.start():tool.end()]))
+        if (robot := line.find('🤖')) >= 0:
+            found.append((robot, '🤖'))
+        if found:
+            return min(found)[1]
+    return None
+
+
 @rule('MR-ATTRIBUTION', 'Tool attribution in a commit or the PR body', 'error',
       'remove co-author trailers and "Generated with" lines that name code assistants', scope='change')
 def tool_attribution(context: Context) -> Iterator[Violation]:
@@ -138,13 +159,13 @@ def tool_attribution(context: Context) -> Iterator[Violation]:
     """
     change = context.change
     for commit in change.commits:
-        match = _ATTRIBUTION.search(f'{commit.subject}\n{commit.body}')
-        if match:
-            yield Violation('', 0, f'commit {commit.sha[:10]} carries tool attribution: {match.group(0).strip()!r}')
+        found = _attribution(f'{commit.subject}\n{commit.body}')
+        if found:
+            yield Violation('', 0, f'commit {commit.sha[:10]} carries tool attribution: {found.strip()!r}')
     if change.body and change.body_source in ('flag', 'forge'):
-        match = _ATTRIBUTION.search(change.body)
-        if match:
-            yield Violation('', 0, f'PR body carries tool attribution: {match.group(0).strip()!r}')
+        found = _attribution(change.body)
+        if found:
+            yield Violation('', 0, f'PR body carries tool attribution: {found.strip()!r}')
 
 
 @rule('MR-SKIP', 'Skip keyword on a change to library code', 'error',

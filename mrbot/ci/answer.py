@@ -90,6 +90,10 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
     try:
         command = commands.parse(request.text, specs, config)
     except commands.UsageError as error:
+        # what was written is quoted back to those who may give commands alone
+        decision = _permission(forge, request, config)
+        if not decision.allowed:
+            return Answer(f'Not running that command: {decision.reason}.', '-1')
         return Answer(_usage(request.asker, error), 'confused')
     if runner is not None and (command.kind == 'help' or runner not in command.runners):
         raise Ended(f'this job runs on {runner}; the command is for {", ".join(command.runners) or "nobody"}')

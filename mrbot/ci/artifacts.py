@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Forge
+from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Forge, PullRequest
 from mrbot.records import BENCH_MODES, MrbotError
 
 ARTIFACT = 'mrbot-artifact.json'
@@ -125,6 +125,14 @@ def _timing_problem(at: str, timing: object) -> str:
     return ''
 
 
+def regraded(pull: PullRequest, report: dict) -> list[str]:
+    """What of `pull` (its title, body, base branch) differs from what `report` was graded with: a report of it now
+    would grade something else."""
+    graded = report['graded']
+    return [name for name, now, then in (('title', pull.title, graded['title']), ('body', pull.body, graded['body']),
+                                         ('base branch', pull.base_branch, graded['base'])) if now != then]
+
+
 def validate_for_run(forge: Forge, run: dict, artifact: dict, accepted_on: Callable[[int], list[dict]]) -> None:
     """Refuse an artifact that does not belong to `run`, the payload of the workflow run that left it (a forged PR
     number or sha); `accepted_on(pr)` gives the accepted markers of the bot's comments on a PR."""
@@ -150,9 +158,7 @@ def validate_for_run(forge: Forge, run: dict, artifact: dict, accepted_on: Calla
                 raise Superseded(f'the report on #{pr} is of {sha[:12]}, and its head has moved on to '
                                  f'{pull.head_sha[:12]}')
             raise MrbotError(f'artifact rejected: #{pr} has head {pull.head_sha[:12]}, not {sha[:12]}')
-        graded = artifact['graded']
-        changed = [name for name, now, then in (('title', pull.title, graded['title']), ('body', pull.body, graded['body']),
-                                                ('base branch', pull.base_branch, graded['base'])) if now != then]
+        changed = regraded(pull, artifact)
         if changed:
             # an edit since: the run of that edit grades the PR as it is, and must not be overtaken by this one
             raise Superseded(f"the report on #{pr} was graded with another {' and '.join(changed)} than the PR has now")

@@ -21,7 +21,7 @@ from mrbot.ci import event as ci_event
 from mrbot.ci.answer import Answer, Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, writable, write_outputs
-from mrbot.ci.poster import CHECK_NAME, bot_bodies, post, post_run
+from mrbot.ci.poster import bot_bodies, post, post_run
 from mrbot.config import Config, load_config
 from mrbot.records import JsonObject, MrbotError
 from mrbot.workspace import Workspace
@@ -78,26 +78,6 @@ def pull_request_report(event: Event, root: Path) -> dict:
     # what the report was graded with besides the commit: a later event's run grades the PR as it is by then
     graded = {'title': title, 'body': body, 'base': base_branch}
     return {'schema': 1, 'kind': 'report', 'pr': number, 'sha': head, 'purpose': 'report', 'graded': graded, **report}
-
-
-def pending_check(event: Event, config: Config, environ: Mapping[str, str]) -> str:
-    """Mark the check of a pull request's head in progress when the pull request changes (a push, or an edit of its
-    title, body or base): the completed check on the commit graded it as it was, and must not stand until the new
-    report is in, however long that takes or whether it comes at all. Not where a completed check newer than this
-    event is on the commit already: that report graded the pull request as it is."""
-    payload = event.payload
-    if payload.get('action') not in PULL_REQUEST_ACTIONS:
-        raise Ended(f"pull_request_target {payload.get('action')}: only {', '.join(PULL_REQUEST_ACTIONS)} are checked")
-    pull = event.fields().object('pull_request')
-    number, sha = pull.integer('number'), pull.object('head').text('sha')
-    if pull.flag('draft', False) and not config.check_drafts:
-        raise Ended(f'#{number} is a draft ([tool.mrbot] check-drafts = true checks drafts too)')
-    forge = ci_event.open_forge('github', event.repository, environ)
-    if forge.completed_check_since(sha, CHECK_NAME, payload_time(pull.data.get('updated_at'))):
-        raise Ended(f'a check of #{number} newer than this event is on {sha[:12]} already')
-    return forge.start_check(sha, CHECK_NAME, f'Checking #{number} as it is now',
-                             'The pull request changed since its commit was last checked: the report of the change '
-                             'is on its way, and this check completes with it.')
 
 
 def comment_command(event: Event, root: Path, config: Config, environ: Mapping[str, str],
@@ -195,12 +175,8 @@ def act(root: Path, environ: Mapping[str, str], folder: Path | None) -> None:
         write_outputs(event, outputs)
         print(f"mrbot action: command {outputs['command'] or 'refused'}"
               f"{' authorized' if outputs['authorized'] == 'true' else ''} on #{outputs['pr']}")
-    elif event.name == 'pull_request_target':
-        # the job runs in a checkout of the default branch, whose settings are the repository's
-        print(f'mrbot action: check in progress: {pending_check(event, load_config(root), environ)}')
     elif event.name == 'workflow_run':
         posted = post_run(lambda: ci_event.open_forge('github', event.repository, environ), event, folder)
         print(f"mrbot action: posted {', '.join(posted)}")
     else:
-        raise Ended(f'event {event.name}: mrbot action handles pull_request, pull_request_target, issue_comment and '
-                    'workflow_run')
+        raise Ended(f'event {event.name}: mrbot action handles pull_request, issue_comment and workflow_run')

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot import commands
-from mrbot.ci.artifacts import ARTIFACT, Superseded, read_artifact, validate_for_run
+from mrbot.ci.artifacts import ARTIFACT, Superseded, read_artifact, regraded, validate_for_run
 from mrbot.ci.event import Ended, Event, write_summary
 from mrbot.ci.inert import inert
 from mrbot.forges import ANNOTATIONS_LIMIT, Annotation, Forge, Note, fit_body, sticky_room
@@ -57,6 +57,8 @@ def post(forge: Forge, event: Event, artifact: dict, withheld: Withheld | None =
         # the check's name is ours, whatever the artifact says: a name is what branch protection requires
         forge.publish_check(artifact['sha'], CHECK_NAME, check['conclusion'], inert(check['title']), summary,
                             annotations)
+        if 'graded' in artifact:
+            _recheck(forge, artifact)
     elif check and withheld.failing:
         forge.publish_check(artifact['sha'], CHECK_NAME, 'failure', 'Several open pull requests share this commit',
                             f'mrbot checks a commit for one pull request: {withheld.reason}. Each of them shows the '
@@ -66,6 +68,18 @@ def post(forge: Forge, event: Event, artifact: dict, withheld: Withheld | None =
     if fitted != body and event.step_summary is None:
         print(body, end='')
     return comment.url
+
+
+def _recheck(forge: Forge, report: dict) -> None:
+    """Take back the check just published where the PR changed while it was posted: an edit or a push after the
+    report was checked against the PR made it grade something the PR no longer is, and the edit's own report may be
+    long in coming (a run waiting for approval)."""
+    pull = forge.get_pull(report['pr'])
+    changed = regraded(pull, report) + (['head'] if pull.head_sha != report['sha'] else [])
+    if changed:
+        forge.publish_check(report['sha'], CHECK_NAME, 'failure', 'The pull request changed while it was checked',
+                            f"Its {' and '.join(changed)} changed after this report was made; the report of the change "
+                            'takes the place of this check.')
 
 
 def _bounded(check: dict) -> tuple[list[Annotation], str]:

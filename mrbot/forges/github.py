@@ -70,7 +70,6 @@ _READ_ACTIONS = '`actions: read` (a classic token: the `repo` scope)'
 _READ_ISSUES = '`issues: read` (a classic token: the `repo` scope)'
 _READ_CONTENTS = '`contents: read` (a classic token: the `repo` scope)'
 _READ_METADATA = '`metadata: read` (a classic token: the `repo` scope)'
-_READ_CHECKS = '`checks: read` (a classic token: the `repo` scope)'
 _WRITE_CHECKS = "`checks: write` (only a GitHub App or a workflow's GITHUB_TOKEN can hold it)"
 
 
@@ -337,22 +336,6 @@ class GitHub:
         """The conversation's comments (GitHub's issue comments); review comments on lines of the diff are not read."""
         with self._doing(f'reading the comments on pull request #{number} of {self.project}', _READ_ISSUES):
             return [self._note(comment) for comment in self._repo.get_issue(number).get_comments()]
-
-    def start_check(self, sha: str, name: str, title: str, summary: str) -> str:
-        """A check run in progress on commit `sha`, which a completed one of the same name later takes the place of;
-        returns its URL."""
-        output = {'title': title, 'summary': fit_markdown(summary, SUMMARY_LIMIT, '_Cut._')}
-        with self._doing(f"starting the '{name}' check of {sha} in {self.project}", _WRITE_CHECKS):
-            return self._repo.create_check_run(name=name, head_sha=sha, status='in_progress', output=output).html_url
-
-    def completed_check_since(self, sha: str, name: str, moment: str) -> bool:
-        """Whether a check run `name` on commit `sha` completed at `moment` (ISO 8601 in UTC to the second) or later."""
-        with self._doing(f"reading the '{name}' checks of {sha[:12]} in {self.project}", _READ_CHECKS):
-            _, data = self._repo.requester.requestJsonAndCheck(
-                'GET', f'{self._repo.url}/commits/{sha}/check-runs',
-                parameters={'check_name': name, 'filter': 'all', 'status': 'completed', 'per_page': 100})
-        return any(isinstance(run, dict) and run.get('completed_at') and utc_timestamp(run['completed_at']) >= moment
-                   for run in data.get('check_runs') or ())
 
     def publish_check(self, sha: str, name: str, conclusion: str, title: str, summary: str,
                       annotations: Sequence[Annotation] = ()) -> str:

@@ -158,8 +158,7 @@ def _jobs(workflow: Path) -> dict[str, str]:
 def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set():
     writers = {f'{workflow.name}:{job}': text for workflow in sorted(WORKFLOWS.glob('*.yml'))
                for job, text in _jobs(workflow).items() if re.search(r'^ {6}[a-z-]+: write\b', text, re.M)}
-    assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-pending.yml:pending', 'mrbot-post-result.yml:post',
-                               'mrbot-post.yml:post']
+    assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post-result.yml:post', 'mrbot-post.yml:post']
     for name, text in writers.items():
         installs = [line.strip() for line in text.splitlines() if 'pip install' in line]
         assert installs == ['run: python -I -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name

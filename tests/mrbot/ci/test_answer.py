@@ -96,9 +96,7 @@ def test_without_the_signing_key_no_command_is_taken_and_the_reply_says_why(bot)
 def test_a_usage_error_quotes_what_was_written_as_code_so_no_link_of_it_renders(bot):
     from markdown_it import MarkdownIt
 
-    bot.server.collaborators['rita'] = ('read', 'read')
-    bot.act('issue_comment', bot.comment_payload('/bench [Approved,see](https://evil.example/ok)', login='rita',
-                                                 association='COLLABORATOR'))
+    bot.act('issue_comment', bot.comment_payload('/bench [Approved,see](https://evil.example/ok)'))
     reply = bot.server.comments_on(bot.number)[-1][1]
     assert "unknown op '[Approved,see](https://evil.example/ok)'" in reply
     tokens = MarkdownIt('commonmark').parse(reply)
@@ -117,4 +115,11 @@ def test_help_is_answered_to_those_who_may_give_commands_alone(bot):
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/mrbot help', login='rita', association='COLLABORATOR'))
     assert outputs['authorized'] == 'false'
     assert bot.server.comments_on(bot.number)[-1][1] == ('Not running `/mrbot help`: @rita has read permission; commands '
+                                                         'need write access.')
+
+
+def test_a_malformed_command_is_quoted_back_to_those_who_may_give_commands_alone(bot):
+    bot.server.collaborators['rita'] = ('read', 'read')
+    bot.act('issue_comment', bot.comment_payload('/bench nothing-like-an-op', login='rita', association='COLLABORATOR'))
+    assert bot.server.comments_on(bot.number)[-1][1] == ('Not running that command: @rita has read permission; commands '
                                                          'need write access.')

@@ -58,33 +58,3 @@ def test_the_history_starts_over_where_the_posters_last_runs_hold_none(bot):
         bot.server.add_run(POSTER, 'workflow_run', 'success', created_at(minute + 2))
     assert _find(bot) == {'run': ''}
 
-
-def _changed(bot: Bot, at, **changes) -> dict:
-    """The pull_request_target payload of the PR changed at `at` (an edit of its title, by default)."""
-    payload = bot.pull_request_payload('edited', **changes)
-    payload['pull_request']['updated_at'] = at.isoformat(timespec='seconds').replace('+00:00', 'Z')
-    return payload
-
-
-def test_a_change_of_the_pr_puts_its_check_back_in_progress_until_the_new_report_completes_it(bot):
-    # a green check graded the PR as it was: an edit whose own report never comes (a check that hangs, a run waiting
-    # for approval) must not leave it standing for the PR as it is now
-    folder = bot.tmp / 'artifact'
-    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
-    bot.server.clock = created_at(10)
-    bot.act('workflow_run', bot.workflow_run_payload(9600, bot.head, [bot.number]), '--artifact', str(folder))
-    bot.server.clock = created_at(21)
-    code, _, _ = bot.act('pull_request_target', _changed(bot, created_at(20), title='[Perf] Add shift, 3x'))
-    assert code == 0
-    assert [(run['status'], run['output']['title']) for run in bot.server.check_runs] == [
-        ('completed', '1 error, 1 warning'), ('in_progress', f'Checking #{bot.number} as it is now')]
-    # a report newer than the change is the PR as it is: the change's own pending check, come late, does not cover it
-    bot.server.clock = created_at(30)
-    bot.act('workflow_run', bot.workflow_run_payload(9601, bot.head, [bot.number]), '--artifact', str(folder))
-    code, _, _ = bot.act('pull_request_target', _changed(bot, created_at(25)))
-    assert code == 0 and [run['status'] for run in bot.server.check_runs] == ['completed', 'in_progress', 'completed']
-
-
-def test_a_draft_gets_no_check_in_progress_since_no_report_comes_for_it(bot, capsys):
-    code, _, _ = bot.act('pull_request_target', _changed(bot, created_at(20), draft=True))
-    assert code == 0 and bot.server.check_runs == [] and 'is a draft' in capsys.readouterr().out

@@ -171,3 +171,17 @@ def test_a_branch_asked_into_another_base_as_well_leaves_the_check_to_its_pr_int
     assert (f'no check run of the report on #{copy}: {bot.head[:12]} is also the head of #{bot.number}, into main, '
             'whose check it carries') in capsys.readouterr().err
     assert len(bot.server.check_runs) == 1
+
+
+def test_a_check_published_while_the_pr_was_edited_is_taken_back(bot):
+    # the poster reads the PR, then posts: an edit in between (its window seen, or widened with comments to read) left
+    # the check graded with the old title as the last word, for as long as the edit's run waited for approval
+    folder = bot.tmp / 'artifact'
+    bot.head = bot.repo.commit({'pkg/shift.py': bot.repo.HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Header')
+    bot.server.branches['topic'] = bot.head
+    bot.act('pull_request', bot.pull_request_payload(), '--artifact', str(folder))
+    bot.server.after('POST', '/check-runs', lambda: bot.server.pulls[bot.number].update(title='shift things'))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9411, bot.head, [bot.number]), '--artifact',
+                   str(folder))[0] == 0
+    assert [(run['conclusion'], run['output']['title']) for run in bot.server.check_runs] == [
+        ('success', '1 warning'), ('failure', 'The pull request changed while it was checked')]

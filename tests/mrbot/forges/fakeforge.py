@@ -286,10 +286,8 @@ class FakeGitHub(FakeForge):
         self.reactions: list[tuple[int, str, str]] = []
         # login: (legacy permission, role name or None where an older server leaves it out)
         self.collaborators: dict[str, tuple[str, str | None]] = {}
-        # Each check run created, with its output and every annotation sent to it, in order; stamped with `clock`,
-        # what the time is on the server, which a test moves.
+        # Each check run created, with its output and every annotation sent to it, in order.
         self.check_runs: list[dict[str, Any]] = []
-        self.clock = _FIRST_CREATED + timedelta(days=1)
         # The paths each commit changes against the base branch, where a test sets them.
         self.commit_files: dict[str, list[str]] = {}
         # The commits whose message says [skip ci], for which GitHub starts no pull_request run.
@@ -323,7 +321,6 @@ class FakeGitHub(FakeForge):
         self.route('GET', repo + r'/collaborators/(?P<user>[^/]+)/permission', self._permission)
         self.route('POST', repo + r'/check-runs', self._create_check_run)
         self.route('PATCH', repo + r'/check-runs/(?P<run>\d+)', self._edit_check_run)
-        self.route('GET', repo + r'/commits/(?P<commit>[0-9a-f]{40})/check-runs', self._list_check_runs)
         self.route('GET', repo + r'/actions/workflows/(?P<workflow>[^/]+)/runs', self._list_workflow_runs)
         self.route('GET', repo + r'/actions/runs/(?P<run>\d+)/artifacts', self._list_artifacts)
         self.route('GET', repo + r'/compare/(?P<base>[^/]+)\.\.\.(?P<head>[^/]+)', self._compare)
@@ -491,7 +488,6 @@ class FakeGitHub(FakeForge):
         return {'id': run['id'], 'url': f"{self.url}/repos/{self.project}/check-runs/{run['id']}",
                 'html_url': f"{GITHUB_WEB}/{self.project}/runs/{run['id']}", 'name': run['name'],
                 'head_sha': run['head_sha'], 'status': run['status'], 'conclusion': run['conclusion'],
-                'started_at': run['started_at'], 'completed_at': run['completed_at'],
                 'output': {**run['output'], 'annotations_count': len(run['annotations'])}}
 
     def _user(self, request: Request) -> Answer:
@@ -626,19 +622,11 @@ class FakeGitHub(FakeForge):
         if refusal is not None:
             return refusal
         output = body.get('output') or {}
-        status = body.get('status', 'queued')
         self.check_runs.append({'id': len(self.check_runs) + 1, 'name': body['name'], 'head_sha': body['head_sha'],
-                                'status': status, 'conclusion': body.get('conclusion'), 'started_at': _z(self.clock),
-                                'completed_at': _z(self.clock) if status == 'completed' else None,
+                                'status': body.get('status', 'queued'), 'conclusion': body.get('conclusion'),
                                 'output': {key: output.get(key) for key in ('title', 'summary')},
                                 'annotations': list(output.get('annotations') or [])})
         return Answer(201, self._check_run_json(self.check_runs[-1]))
-
-    def _list_check_runs(self, request: Request, commit: str) -> Answer:
-        runs = [run for run in self.check_runs if run['head_sha'] == commit
-                and request.query.get('check_name') in (None, run['name'])
-                and request.query.get('status') in (None, run['status'])]
-        return Answer(200, {'total_count': len(runs), 'check_runs': [self._check_run_json(run) for run in runs[::-1]]})
 
     def _edit_check_run(self, request: Request, run: str) -> Answer:
         found = next((check_run for check_run in self.check_runs if check_run['id'] == int(run)), None)

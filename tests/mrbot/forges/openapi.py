@@ -246,18 +246,4 @@ def description() -> Description:
     if not DESCRIPTION.is_file():
         pytest.fail(f'{DESCRIPTION.relative_to(NODE_MODULES.parent)} is missing: the GitHub fake checks its traffic '
                     "against GitHub's REST description; run `make test`, or `npm ci` first", pytrace=False)
-    return Description(_nullable_enums_take_null(json.loads(DESCRIPTION.read_text(encoding='utf-8'))))
-
-
-def _nullable_enums_take_null(node: Any) -> Any:
-    """The description with null among the values of each nullable enum: GitHub sends `"conclusion": null` for a check
-    run in progress, which OpenAPI 3.0.3 allows only where the enum lists null, and GitHub's description does not."""
-    if isinstance(node, dict):
-        if node.get('nullable') is True and isinstance(node.get('enum'), list) and None not in node['enum']:
-            node['enum'].append(None)
-        for value in node.values():
-            _nullable_enums_take_null(value)
-    elif isinstance(node, list):
-        for value in node:
-            _nullable_enums_take_null(value)
-    return node
+    return Description(json.loads(DESCRIPTION.read_text(encoding='utf-8')))
