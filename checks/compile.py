@@ -62,7 +62,9 @@ def does_not_compile(context: Context) -> Iterator[Violation]:
     values, each autotune config). A finding names the compiler's first line and the source line it points at: a
     type error in the kernel's code (a loop-carried variable that changes type), a pass that fails for one
     architecture, a compiler that aborts (reported with what it printed), or a compile that does not finish within
-    `mrbot compile --timeout`. The Triton interpreter, which runs the tests without a GPU, checks none of this.
+    `mrbot compile --timeout`. The Triton interpreter, which runs the tests without a GPU, checks none of this. A
+    module that declares the targets its kernels are written for (`TARGETS = ('sm_90',)`) is compiled for those only;
+    the other targets are not available for it, which is no finding.
 
     A kernel that does not compile for a GPU fails every test and every user on it, even when all tests passed under
     the interpreter.

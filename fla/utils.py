@@ -37,6 +37,28 @@ IS_NVIDIA_BLACKWELL: bool = IS_NVIDIA and _capability_major in (10, 11, 12)
 IS_TRITON_INTERPRETER: bool = os.environ.get('TRITON_INTERPRET', '0') == '1'
 
 
+def nvidia_target(tensor: torch.Tensor) -> str | None:
+    """The NVIDIA target (`sm_90`) that a kernel launched on `tensor` is compiled for, or None where there is none.
+
+    A tensor on an NVIDIA GPU has its GPU's. On a machine without a GPU, it is the CUDA target Triton's active driver
+    names, which only a stand-in driver does: the compile matrix's launch capture, which runs the tests on the CPU.
+    """
+    if tensor.is_cuda:
+        if not IS_NVIDIA:
+            return None
+        major, minor = torch.cuda.get_device_capability(tensor.device)
+        return f'sm_{major}{minor}'
+    if device != 'cpu':
+        return None
+    from triton.runtime import driver
+
+    try:
+        target = driver.active.get_current_target()
+    except Exception:
+        return None
+    return f'sm_{target.arch}' if target.backend == 'cuda' and isinstance(target.arch, int) else None
+
+
 def _widen_interpreter_bf16_dots() -> None:
     """Make the interpreter's `tl.dot` on bf16 operands multiply values, as compiled code does, not raw bits.
 

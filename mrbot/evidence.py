@@ -208,7 +208,9 @@ def checklist(record: Evidence) -> list[ChecklistItem]:
     if compiled and not compiled['reached']:
         items.append(('No kernel reached, so none to compile', True, 'import graph'))
     elif compiled:
-        failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] != 'ok' for t in k['targets'].values())]
+        # a target the kernel is not written for ('unavailable') is neither a failure nor a compile
+        failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] in ('error', 'over')
+                                                                   for t in k['targets'].values())]
         unlaunched = [k['kernel'] for k in compiled['unlaunched']]
         why = (f"{', '.join(failing)} fail or overrun shared memory" if failing else
                f"{', '.join(unlaunched)} launched by no test, so not compiled" if unlaunched else

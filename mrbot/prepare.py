@@ -166,7 +166,7 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> Eviden
         if not matrix.reached:
             return Step('compile', 'skipped', detail='the change reaches no kernel')
         failing = [k['kernel'] for k in record.compile['kernels'] if any(
-            t['verdict'] != 'ok' for t in k['targets'].values())]
+            t['verdict'] in ('error', 'over') for t in k['targets'].values())]
         return Step('compile', 'failed' if failing else 'done', command='mrbot compile',
                     detail=f"{plural(len(record.compile['kernels']), 'kernel')} for "
                            f"{', '.join(record.compile['targets'])}: "

@@ -70,7 +70,8 @@ def _size(value: int | None) -> str:
 
 
 def format_table(matrix: CompileMatrix) -> str:
-    """A row per kernel, a column per target: ok with the largest shared memory and spills, or what failed."""
+    """A row per kernel, a column per target: ok with the largest shared memory and spills, what failed, or not
+    available where the kernel's module declares targets without this one."""
     from mrbot.compile.matrix import summarize
 
     header = ['kernel', 'where', *(t.name for t in matrix.targets)]
@@ -79,7 +80,9 @@ def format_table(matrix: CompileMatrix) -> str:
         entries = []
         for target in matrix.targets:
             summary = per_target[target.name]
-            if summary.failed:
+            if summary.verdict == 'unavailable':
+                entries.append('not available')
+            elif summary.failed:
                 entries.append(f'{summary.failed}/{summary.cells} fail')
             else:
                 over = f' ({summary.over_limit} over {_size(summary.shared_limit)})' if summary.over_limit else ''
@@ -91,14 +94,27 @@ def format_table(matrix: CompileMatrix) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def unavailable_lines(matrix: CompileMatrix) -> list[str]:
+    """One line per kernel and target it is not written for: `not available for sm_100: kernel (path:line): ...`."""
+    from mrbot.compile.matrix import summarize
+
+    declared = dict(matrix.declared)
+    return [f"not available for {name}: {launch.kernel} ({launch.path}:{launch.line}), whose module declares "
+            f"TARGETS = {declared.get(launch.path, ())!r}" for launch, per_target in summarize(matrix)
+            for name, summary in per_target.items() if summary.verdict == 'unavailable']
+
+
 def describe_run(matrix: CompileMatrix) -> str:
     """One line: what was compiled, how much came from the cache, and how long it took."""
     capture = matrix.capture
     kernels = len({(c.launch.path, c.launch.kernel) for c in matrix.cells})
     targets = ', '.join(t.name for t in matrix.targets)
+    unavailable = len(matrix.cells) - len(matrix.compiles)
     return (f"{plural(kernels, 'kernel')} x {plural(len(matrix.targets), 'target')} ({targets}), "
             f"{plural(len(matrix.cells), 'cell')} with Triton {matrix.triton}: {matrix.compiled} compiled, "
-            f"{len(matrix.cells) - matrix.compiled} cached, in {matrix.seconds:.1f} s ({plural(matrix.jobs, 'job')}); "
+            f"{len(matrix.compiles) - matrix.compiled} cached"
+            f"{f', {unavailable} not available' if unavailable else ''}, in {matrix.seconds:.1f} s "
+            f"({plural(matrix.jobs, 'job')}); "
             f"launches from {plural(len(capture.tests), 'test file')} and "
             f"{plural(len(capture.bench_rows), 'benchmark row')}")
 
@@ -144,6 +160,7 @@ def _format(report: CheckReport, matrix: CompileMatrix, fmt: str, rules: list) -
     lines = [format_table(matrix).rstrip('\n') if matrix.cells else 'no kernel the change reaches was launched by a test or '
              'benchmark row']
     lines += [f'{f.path}:{f.line}: {f.severity} {f.rule} {f.message}' for f in report.findings]
+    lines += unavailable_lines(matrix)
     lines += [f'capture: {problem}' for problem in matrix.capture.problems]
     counts = {s: sum(f.severity == s for f in report.findings) for s in ('error', 'warning', 'note')}
     lines.append(f"{describe_run(matrix)}; {counts['error']} errors, {counts['warning']} warnings, {counts['note']} notes")

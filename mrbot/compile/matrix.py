@@ -6,7 +6,9 @@ Each cell (a launch and a target) is compiled by a worker process (`mrbot/compil
 stages for that target. A worker that dies (a compiler assertion aborts it) costs only the cell it was compiling,
 which is reported with what the compiler printed; a cell past its time limit is killed the same way. Results are
 kept under `.mrbot/cache/` by the launch's identity (the kernel's source and dependencies, its specialization), the
-target, the depth, Triton's version and the worker's code, so an unchanged tree compiles nothing twice.
+target, the depth, Triton's version and the worker's code, so an unchanged tree compiles nothing twice. A kernel whose
+module declares the targets it is written for (`TARGETS = ('sm_90',)`) is not compiled for the others: those cells
+are 'unavailable', a state of their own, neither a failure nor left out.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ CACHE_FILE = 'compile-cells.json'
 # `ttgir`: every pass up to the layouts and the shared-memory allocation; `llir`: the whole lowering to LLVM; `sass`:
 # on through PTX to ptxas, for registers and spills (see mrbot/compile/worker.py).
 DEPTHS = ('ttgir', 'llir', 'sass')
-STATUSES = ('ok', 'error', 'crashed', 'timeout')
+STATUSES = ('ok', 'error', 'crashed', 'timeout', 'unavailable')
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,10 @@ class CellResult:
     """What compiling one launch for one target gave.
 
     `status` is 'ok', 'error' (the compiler refused, `error` says why at `error_path:error_line`), 'crashed' (the
-    compiler aborted its process) or 'timeout'. `shared` is the shared memory the kernel asks per block; `registers`
-    and `spills` (bytes stored and loaded) come from ptxas, so they are None unless the cell went to depth 'sass'.
+    compiler aborted its process), 'timeout', or 'unavailable' (the kernel's module declares targets without this
+    one, so it was not compiled; `error` says which). `shared` is the shared memory the kernel asks per block;
+    `registers` and `spills` (bytes stored and loaded) come from ptxas, so they are None unless the cell went to depth
+    'sass'.
     """
 
     status: str
@@ -109,15 +113,23 @@ class CompileMatrix:
     # files that no test or benchmark row launched, which are therefore not compiled
     reached: tuple[str, ...] = ()
     unlaunched: tuple[Kernel, ...] = ()
+    # the files among `reached` that declare the targets their kernels are written for
+    declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def compiles(self) -> tuple[Cell, ...]:
+        """The cells that were compiled or taken from the cache: all but those of targets a kernel is not written for."""
+        return tuple(cell for cell in self.cells if cell.result.status != 'unavailable')
 
     @property
     def compiled(self) -> int:
-        return sum(not cell.result.cached for cell in self.cells)
+        return sum(not cell.result.cached for cell in self.compiles)
 
     def to_json(self) -> dict:
         return {'schema': SCHEMA, 'triton': self.triton, 'jobs': self.jobs, 'seconds': round(self.seconds, 3),
                 'targets': [t.name for t in self.targets], 'reached': list(self.reached),
                 'unlaunched': [{'path': k.path, 'kernel': k.name, 'line': k.line} for k in self.unlaunched],
+                'declared': {path: list(names) for path, names in self.declared},
                 'capture': {key: value for key, value in self.capture.to_json().items() if key != 'launches'},
                 'cells': [{'kernel': c.launch.kernel, 'specialization': c.launch.describe(), 'target': c.target.name,
                            'shared_limit': c.target.shared_limit, **c.result.to_json(), 'cached': c.result.cached,
@@ -295,24 +307,39 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
     return [r for r in results if r is not None]
 
 
-def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str) -> list[tuple[Launch, Target, str]]:
-    """The cells to compile, each with its depth.
+def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,
+               declared: dict[str, tuple[str, ...]] | None = None) -> list[tuple[Launch, Target, str]]:
+    """The cells of the matrix, each with its depth; those of a target the launch's module does not declare in
+    `declared` (path -> target names) are the matrix's unavailable cells, which nothing compiles.
 
     An explicit depth compiles every launch for every target that far. 'auto' keeps a cold run of a whole repository
-    within minutes on two cores: on the first target, every autotune config through TTGIR and the shared-memory
-    allocation, and the benchmarked launches on through ptxas (spills cost the speed that is measured there); on every
-    other target, the first config of each specialization through TTGIR.
+    within minutes on two cores: on the first target the kernel is written for, every autotune config through TTGIR
+    and the shared-memory allocation, and the benchmarked launches on through ptxas (spills cost the speed that is
+    measured there); on every other target, the first config of each specialization through TTGIR.
     """
+    declared = declared or {}
     cells = []
     for launch in launches:
+        first = next((t for t in targets if _written_for(launch, t, declared)), None)
         for target in targets:
             if depth != 'auto':
                 cells.append((launch, target, depth))
-            elif target == targets[0]:
+            elif target == first:
                 cells.append((launch, target, 'sass' if launch.benchmarked else 'ttgir'))
             elif launch.config_index == 0:
                 cells.append((launch, target, 'ttgir'))
     return cells
+
+
+def _written_for(launch: Launch, target: Target, declared: dict[str, tuple[str, ...]]) -> bool:
+    return launch.path not in declared or target.name in declared[launch.path]
+
+
+def _unavailable(launch: Launch, depth: str, declared: dict[str, tuple[str, ...]]) -> CellResult:
+    names = declared[launch.path]
+    return CellResult('unavailable', depth, error=f"{launch.path} declares TARGETS = {names!r}: its kernels are written "
+                                                  f"for {', '.join(names)} only", error_path=launch.path,
+                      error_line=launch.line)
 
 
 def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], depth: str, jobs: int, timeout: float,
@@ -328,10 +355,14 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
-    work = plan_cells(launches, targets, depth)
+    declared = dict(plan.declared)
+    planned = plan_cells(launches, targets, depth, declared)
+    work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
     say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
         f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
-        f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time")
+        f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time"
+        + (f' ({len(planned) - len(work)} on targets their kernels are not written for: not available)'
+           if len(planned) > len(work) else ''))
     last = [time.monotonic()]
 
     def tick(done: int, total: int) -> None:
@@ -339,16 +370,22 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
-    results = compile_cells(root, work, jobs, timeout, cache, tick)
-    cells = tuple(Cell(launch, target, result) for (launch, target, _), result in zip(work, results, strict=True))
+    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick))
+    cells = tuple(Cell(launch, target, next(compiled) if _written_for(launch, target, declared)
+                       else _unavailable(launch, cell_depth, declared)) for launch, target, cell_depth in planned)
     launched = {(launch.path, launch.kernel) for launch in launches}
     return CompileMatrix(targets, cells, capture, triton.__version__, jobs, time.monotonic() - start,
-                         tuple(sorted(plan.files)), tuple(k for k in plan.kernels if (k.path, k.name) not in launched))
+                         tuple(sorted(plan.files)), tuple(k for k in plan.kernels if (k.path, k.name) not in launched),
+                         plan.declared)
 
 
 @dataclass(frozen=True)
 class KernelTarget:
-    """One kernel on one target, over all its specializations: the row entry of the matrix's summary."""
+    """One kernel on one target, over all its specializations: the row entry of the matrix's summary.
+
+    Its verdict is 'error', 'over' (shared memory), 'ok', or 'unavailable' when the kernel's module declares targets
+    without this one and none of its cells was compiled.
+    """
 
     cells: int
     failed: int
@@ -357,14 +394,18 @@ class KernelTarget:
     shared_limit: int
     # worst spill bytes among the cells ptxas saw; None when none went that far
     max_spills: int | None
+    unavailable: int = 0
 
     @property
     def verdict(self) -> str:
+        if self.cells and self.unavailable == self.cells:
+            return 'unavailable'
         return 'error' if self.failed else 'over' if self.over_limit else 'ok'
 
     def to_json(self) -> dict:
         return {'verdict': self.verdict, 'cells': self.cells, 'failed': self.failed, 'over_limit': self.over_limit,
-                'max_shared': self.max_shared, 'shared_limit': self.shared_limit, 'max_spills': self.max_spills}
+                'max_shared': self.max_shared, 'shared_limit': self.shared_limit, 'max_spills': self.max_spills,
+                'unavailable': self.unavailable}
 
 
 def summarize(matrix: CompileMatrix) -> list[tuple[Launch, dict[str, KernelTarget]]]:
@@ -379,19 +420,23 @@ def summarize(matrix: CompileMatrix) -> list[tuple[Launch, dict[str, KernelTarge
             mine = [c for c in cells if c.target == target]
             shared = [c.result.shared for c in mine if c.result.shared is not None]
             spills = [c.result.spills for c in mine if c.result.spills is not None]
-            per_target[target.name] = KernelTarget(len(mine), sum(c.result.status != 'ok' for c in mine),
+            unavailable = sum(c.result.status == 'unavailable' for c in mine)
+            per_target[target.name] = KernelTarget(len(mine), sum(c.result.status not in ('ok', 'unavailable')
+                                                                  for c in mine),
                                                    sum(c.over_shared_limit for c in mine), max(shared, default=None),
-                                                   target.shared_limit, max(spills, default=None))
+                                                   target.shared_limit, max(spills, default=None), unavailable)
         rows.append((cells[0].launch, per_target))
     return rows
 
 
 def evidence_of(matrix: CompileMatrix) -> dict:
     """The part of `mrbot prepare`'s Evidence record that the PR body's "Compiles for" table and checklist read."""
+    declared = dict(matrix.declared)
     return {'targets': [t.name for t in matrix.targets], 'reached': list(matrix.reached), 'triton': matrix.triton,
-            'cells': len(matrix.cells),
+            'cells': len(matrix.compiles),
             'compiled': matrix.compiled, 'seconds': round(matrix.seconds, 1), 'problems': list(matrix.capture.problems),
             'kernels': [{'kernel': launch.kernel, 'path': launch.path, 'line': launch.line,
+                         'written_for': list(declared.get(launch.path, ())),
                          'targets': {name: summary.to_json() for name, summary in per_target.items()}}
                         for launch, per_target in summarize(matrix)],
             'unlaunched': [{'kernel': k.name, 'path': k.path, 'line': k.line} for k in matrix.unlaunched]}

@@ -6,15 +6,18 @@ A kernel is a `@triton.jit` function that no other JIT function calls (those are
 callers). A change reaches the kernels of every file it changes and of every file that imports a changed file,
 directly or not, through the import graph of `mrbot.selection`; a change to packaging or to a configured global path
 reaches them all. The launches come from the tests that selection picks for the change and from the benchmark rows
-of the ops whose code it changes.
+of the ops whose code it changes. A kernel module may declare the only targets its kernels are written for
+(`TARGETS = ('sm_90',)`, see `mrbot/compile/targets.py`); the plan carries those declarations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
+from mrbot.compile.targets import DECLARATION, declared_targets
 from mrbot.config import Config
 from mrbot.selection import Graph, dependency_chains, select, test_files_of
 from mrbot.workspace import Workspace
@@ -31,12 +34,14 @@ class Kernel:
 
 @dataclass(frozen=True)
 class CompilePlan:
-    """The kernels to compile and what to run to capture their launches."""
+    """The kernels to compile, what to run to capture their launches, and the targets each kernel file that declares
+    them is written for (`(path, ('sm_90',))`)."""
 
     kernels: tuple[Kernel, ...]
     tests: tuple[str, ...]
     rows: tuple[dict, ...]
     whole: bool
+    declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def files(self) -> frozenset[str]:
@@ -56,7 +61,8 @@ def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan
     kernels = kernels_of(graph.index, config)
     if changed is None:
         tests = _launching(graph, kernels, test_files_of(graph.index, config))
-        return CompilePlan(tuple(kernels), tests, tuple(bench_rows(workspace.specs)), whole=True)
+        return CompilePlan(tuple(kernels), tests, tuple(bench_rows(workspace.specs)), whole=True,
+                           declared=declarations(workspace.root, kernels))
     selection = select(workspace, changed)
     if selection.full_suite:
         reached = {kernel.path for kernel in kernels}
@@ -68,7 +74,21 @@ def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan
         return CompilePlan((), (), (), whole=False)
     rows = bench_rows(touched_ops(workspace, changed, gates=False))
     tests = _launching(graph, kernels, [t.test for t in selection.tests])
-    return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False)
+    return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False, declared=declarations(workspace.root, kernels))
+
+
+def declarations(root: Path, kernels: list[Kernel]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`(path, targets)` of each file of `kernels` that declares the targets it is written for, in path order."""
+    found = []
+    for path in sorted({kernel.path for kernel in kernels}):
+        try:
+            text = (root / path).read_text(encoding='utf-8')
+        except (OSError, UnicodeDecodeError):
+            continue
+        targets = declared_targets(text, path) if DECLARATION in text else None
+        if targets is not None:
+            found.append((path, targets))
+    return tuple(found)
 
 
 def _launching(graph: Graph, kernels: list[Kernel], tests: list[str]) -> tuple[str, ...]:

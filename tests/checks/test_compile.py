@@ -108,3 +108,12 @@ def test_a_kernel_no_test_launches_is_a_warning(repo):
 def test_every_launched_kernel_is_no_note(repo):
     repo.commit({'lib/kernels.py': HEADER})
     assert repo.check('CMP004', matrix=matrix(Cell(launch(), SM90, ok()))).findings == ()
+
+
+def test_a_target_the_kernel_is_not_written_for_is_no_finding(repo):
+    repo.commit({'lib/kernels.py': HEADER})
+    unavailable = CellResult('unavailable', 'ttgir', error="lib/kernels.py declares TARGETS = ('sm_90',): its kernels "
+                                                          'are written for sm_90 only', error_path='lib/kernels.py',
+                             error_line=10)
+    assert repo.check('CMP001', 'CMP002', 'CMP003', 'CMP004', matrix=matrix(
+        Cell(launch(), SM90, ok(spills=0)), Cell(launch(), SM100, unavailable))).findings == ()

@@ -37,6 +37,10 @@ def test_ticked_when_every_reached_kernel_compiled_and_fits():
         'why': '1 kernel in 12 compiles, the Compiles for table'}
 
 
+def test_ticked_when_a_kernel_is_not_available_for_a_target_its_module_does_not_declare():
+    assert item(record([kernel(verdict_100='unavailable')], [], ['lib/ops.py']))['done'] is True
+
+
 def test_not_ticked_when_a_kernel_overruns_a_target():
     assert item(record([kernel(verdict_100='over')], [], ['lib/ops.py']))['done'] is False
 

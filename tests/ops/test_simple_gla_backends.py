@@ -68,16 +68,16 @@ def test_verifier_and_backend_take_the_parameters_of_the_public_function():
 
 
 @pytest.mark.parametrize(('case', 'architecture', 'reason'), [
-    pytest.param({'dtype': torch.float32}, 9, 'dtype torch.float32: the Gluon forward takes bfloat16 or float16 q, k '
-                 'and v of one dtype', id='float32'),
-    pytest.param({'K': 16}, 9, 'K = 16: the Gluon forward needs a key block of at least 32 (K > 16)', id='K16'),
-    pytest.param({}, 8, 'compute capability 8.x: the Gluon forward is written for Hopper (9.x)', id='ampere'),
-    pytest.param({}, 10, 'compute capability 10.x: the Gluon forward is written for Hopper (9.x)', id='blackwell'),
-    pytest.param({}, None, 'no CUDA GPU: the Gluon forward is written for Hopper (9.x)', id='no-gpu'),
+    pytest.param({'dtype': torch.float32}, 'sm_90', 'dtype torch.float32: the Gluon forward takes bfloat16 or float16 '
+                 'q, k and v of one dtype', id='float32'),
+    pytest.param({'K': 16}, 'sm_90', 'K = 16: the Gluon forward needs a key block of at least 32 (K > 16)', id='K16'),
+    pytest.param({}, 'sm_80', 'sm_80: the Gluon forward is written for sm_90 only', id='ampere'),
+    pytest.param({}, 'sm_100', 'sm_100: the Gluon forward is written for sm_90 only', id='blackwell'),
+    pytest.param({}, None, 'no CUDA GPU: the Gluon forward is written for sm_90 only', id='no-gpu'),
 ])
 def test_verifier_names_what_it_does_not_take(monkeypatch, case, architecture, reason):
     monkeypatch.delenv('TRITON_INTERPRET', raising=False)
-    monkeypatch.setattr(gluon_hopper, '_architecture', lambda tensor: architecture)
+    monkeypatch.setattr(gluon_hopper, 'nvidia_target', lambda tensor: architecture)
     assert GluonHopperBackend().chunk_simple_gla_verifier(**_arguments(T=8, **case)) == (False, reason)
 
 
@@ -96,12 +96,22 @@ def test_verifier_refuses_the_interpreter_and_non_tensors(monkeypatch):
 ])
 def test_verifier_accepts_16_bit_inputs_on_hopper(monkeypatch, case):
     monkeypatch.delenv('TRITON_INTERPRET', raising=False)
-    monkeypatch.setattr(gluon_hopper, '_architecture', lambda tensor: 9)
+    monkeypatch.setattr(gluon_hopper, 'nvidia_target', lambda tensor: 'sm_90')
     assert GluonHopperBackend().chunk_simple_gla_verifier(**_arguments(**case)) == (True, None)
 
 
+def test_the_verifier_takes_the_gpus_it_accepts_from_the_module_targets(monkeypatch):
+    monkeypatch.delenv('TRITON_INTERPRET', raising=False)
+    monkeypatch.setattr(gluon_hopper, 'nvidia_target', lambda tensor: 'sm_100')
+    monkeypatch.setattr(gluon_hopper, 'TARGETS', ('sm_90', 'sm_100'))
+    assert GluonHopperBackend().chunk_simple_gla_verifier(**_arguments(T=8)) == (True, None)
+    monkeypatch.setattr(gluon_hopper, 'TARGETS', ('sm_120',))
+    assert GluonHopperBackend().chunk_simple_gla_verifier(**_arguments(T=8)) == (
+        False, 'sm_100: the Gluon forward is written for sm_120 only')
+
+
 def test_forced_off_and_dispatch_off_leave_the_triton_op(monkeypatch, served):
-    monkeypatch.setattr(gluon_hopper, '_architecture', lambda tensor: 9)
+    monkeypatch.setattr(gluon_hopper, 'nvidia_target', lambda tensor: 'sm_90')
     monkeypatch.setenv(ENV_VAR, '0')
     chunk_simple_gla(**_arguments(T=8))
     monkeypatch.setenv(ENV_VAR, '1')

@@ -21,14 +21,16 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from fla.ops.backends import BaseBackend
 from fla.ops.simple_gla.chunk import CHUNK_KERNELS, chunk_launch_config
 from fla.ops.simple_gla.function import KernelSet, simple_gla
-from fla.utils import input_guard
+from fla.utils import input_guard, nvidia_target
 
 # Input dtypes the 16-bit tensor-core products take; float32 inputs want IEEE products, which stay with Triton.
 DTYPES = (torch.bfloat16, torch.float16)
 # The accumulator layout spreads 2 warps of 16 rows over the key axis of the state: its key block needs 32 rows.
 MIN_BLOCK_K = 32
-# The compute capability majors the kernel is written for.
-ARCHITECTURES = (9,)
+# The GPU targets the kernels of this module are written for, and the one place that says so: `mrbot compile` compiles
+# them for these only and reports the others as not available, and the verifier refuses every other GPU. Layer 1's
+# `mma_v2` would also compile for sm_100, but the layers after it use Hopper's TMA and WGMMA.
+TARGETS = ('sm_90',)
 # Set to 1 to serve `chunk_simple_gla` from this backend where it accepts the call, 0 (the default) to leave it off.
 ENV_VAR = 'FLA_SIMPLE_GLA_GLUON'
 
@@ -131,20 +133,6 @@ GLUON_KERNELS = KernelSet(
 )
 
 
-def _architecture(tensor: torch.Tensor) -> int | None:
-    """The compute capability major of the device that would run the kernel, or None without one."""
-    if tensor.is_cuda:
-        return torch.cuda.get_device_capability(tensor.device)[0]
-    from triton.runtime import driver
-
-    # not a CUDA tensor: only a stand-in driver (the compile matrix's launch capture) names a GPU here
-    try:
-        target = driver.active.get_current_target()
-    except Exception:
-        return None
-    return target.arch // 10 if target.backend == 'cuda' and isinstance(target.arch, int) else None
-
-
 class GluonHopperBackend(BaseBackend):
     """`chunk_simple_gla` with the forward in Gluon on Hopper, off unless `FLA_SIMPLE_GLA_GLUON=1`: port layer 1 is
     for parity, not speed (docs/decisions.md)."""
@@ -173,8 +161,7 @@ class GluonHopperBackend(BaseBackend):
         block_k = gluon_launch_config(q.shape[-1], v.shape[-1], q.dtype, False)['BK']
         if block_k < MIN_BLOCK_K:
             return False, f'K = {q.shape[-1]}: the Gluon forward needs a key block of at least {MIN_BLOCK_K} (K > 16)'
-        architecture = _architecture(q)
-        if architecture not in ARCHITECTURES:
-            where = 'no CUDA GPU' if architecture is None else f'compute capability {architecture}.x'
-            return False, f'{where}: the Gluon forward is written for Hopper (9.x)'
+        target = nvidia_target(q)
+        if target not in TARGETS:
+            return False, f"{target or 'no CUDA GPU'}: the Gluon forward is written for {', '.join(TARGETS)} only"
         return True, None

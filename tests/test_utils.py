@@ -1,0 +1,48 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`fla.utils.nvidia_target`: the NVIDIA target a kernel launched on a tensor is compiled for, which backends
+compare with the targets their module declares."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from triton.runtime import driver
+
+from fla.utils import device, nvidia_target
+
+ON_CPU = pytest.mark.skipif(device != 'cpu', reason='the stand-in driver stands for a GPU only where there is none')
+
+
+class _StandIn:
+    """A driver naming a target, as the compile matrix's launch capture installs."""
+
+    def __init__(self, backend: str, arch: int | str) -> None:
+        self.target = SimpleNamespace(backend=backend, arch=arch)
+
+    def get_current_target(self):
+        return self.target
+
+
+@ON_CPU
+def test_a_tensor_off_the_gpu_has_no_target_without_a_driver():
+    assert nvidia_target(torch.zeros(1)) is None
+
+
+@ON_CPU
+@pytest.mark.parametrize(('backend', 'arch', 'target'), [
+    pytest.param('cuda', 90, 'sm_90', id='hopper'),
+    pytest.param('cuda', 100, 'sm_100', id='blackwell'),
+    pytest.param('hip', 'gfx942', None, id='amd'),
+])
+def test_a_stand_in_driver_names_the_target(monkeypatch, backend, arch, target):
+    monkeypatch.setattr(driver, '_active', _StandIn(backend, arch))
+    assert nvidia_target(torch.zeros(1)) == target
+
+
+@pytest.mark.skipif(device == 'cpu', reason='needs a GPU')
+def test_a_tensor_on_the_gpu_has_the_target_of_its_gpu():
+    target = nvidia_target(torch.zeros(1, device=device))
+    assert target is None or (target.startswith('sm_') and target[3:].isdigit())
