@@ -1,36 +1,22 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""Rules for Triton kernels: how they address memory, index in int64, specialize and declare compile-time values."""
+"""Rules for Triton kernels: how they address memory, specialize and declare compile-time values (their int64 indexing
+is checked in `indices`)."""
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Container, Iterator, Set
+from collections.abc import Iterator, Set
 
 from mrbot.rules import Context, Violation, dotted_name, last_name, rule
 
 _BLOCK_POINTER_APIS = ('make_block_ptr', 'advance')
 # `BH` and `BH_...` count batch x heads, a runtime value that would recompile the kernel per batch size as a constexpr.
 _COMPILE_TIME_NAME = re.compile(r'^(?:B(?!H(?:_|$))[A-Z0-9][A-Z0-9_]*|(?:USE|IS|HAS)_[A-Z0-9_]*)$')
-# Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
-_INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
-                              'range', 'static_range', 'where'})
 _SNIPPET_LENGTH = 60
 
 _BLOCK_SIZE_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
-# Program ids over a feature dimension (key, value, model width), and the sizes of those dimensions: a product of the
-# two stays within one token's row or one weight matrix.
-_FEATURE_INDEX_NAME = re.compile(r'^i_(?:k|v|d|kv)$')
-_FEATURE_SIZES = frozenset({'K', 'V', 'D', 'W'})
-
-# Variable name -> lines where a `tl.program_id` value without an int64 cast flowed into it, negated for a program id
-# over a feature dimension, or WIDE for an int64 value.
-Taint = dict[str, frozenset[int]]
-# No line is 0: the mark of a value known to be int64, which makes every arithmetic result it enters int64 too.
-WIDE = frozenset({0})
-# Narrow multiplication -> its narrow operand and the lines where that operand's program id was read.
-Found = dict[ast.AST, tuple[ast.expr, frozenset[int]]]
 
 
 def _jit_decorator(function: ast.FunctionDef) -> ast.expr | None:
@@ -52,7 +38,7 @@ def _statements(node: ast.AST) -> Iterator[ast.stmt]:
             yield from _statements(child)
 
 
-def _jit_functions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef, ast.expr]]:
+def jit_functions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef, ast.expr]]:
     for node in _statements(tree):
         if isinstance(node, ast.FunctionDef):
             decorator = _jit_decorator(node)
@@ -64,7 +50,7 @@ def _positional_parameters(function: ast.FunctionDef) -> list[ast.arg]:
     return [*function.args.posonlyargs, *function.args.args]
 
 
-def _snippet(node: ast.AST) -> str:
+def snippet(node: ast.AST) -> str:
     text = ast.unparse(node)
     return text if len(text) <= _SNIPPET_LENGTH else text[:_SNIPPET_LENGTH - 3] + '...'
 
@@ -112,7 +98,7 @@ def block_pointers(context: Context) -> Iterator[Violation]:
                                                                   'pointers are not used here', column=node.col_offset)
 
 
-def _cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
+def cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
     """`(value, dtype)` when `node` is `value.to(dtype)` or `tl.cast(value, dtype)`, else None."""
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
@@ -124,248 +110,25 @@ def _cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
     return None
 
 
-def _narrow(origins: frozenset[int]) -> frozenset[int]:
-    """The program-id lines of a value, without the int64 mark: empty for a value that is wide or no index."""
-    return origins - WIDE
-
-
-def _join(parts: list[frozenset[int]]) -> frozenset[int]:
-    """An arithmetic result of `parts`: int64 when any part is (Triton promotes int32 to int64), else narrow from
-    every narrow part."""
-    if any(part == WIDE for part in parts):
-        return WIDE
-    return frozenset().union(*map(_narrow, parts))
-
-
-def _is_feature_size(node: ast.expr) -> bool:
-    """Whether `node` is the size of a feature dimension (`K`, `V`), a block size, or a product of them."""
-    if isinstance(node, ast.Name) and node.id in _FEATURE_SIZES:
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _is_feature_size(node.left) and _is_feature_size(node.right)
-    return _is_block_size(node)
-
-
-def _is_block_size(node: ast.expr) -> bool:
+def is_block_size(node: ast.expr) -> bool:
     """Whether `node` is a compile-time block size (`BT`, `BK`), an integer literal, or a product of them."""
     if isinstance(node, ast.Name):
         return bool(_BLOCK_SIZE_NAME.match(node.id))
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int) and not isinstance(node.value, bool)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _is_block_size(node.left) and _is_block_size(node.right)
+        return is_block_size(node.left) and is_block_size(node.right)
     return False
 
 
-def _origins(node: ast.AST, taint: Taint, reported: Container[ast.AST] = ()) -> frozenset[int]:
-    """Lines where a program id still in int32 entered the value of `node`; empty when the value is not such an index,
-    WIDE when it is int64.
-
-    Comparisons make masks and loads read data, so neither carries the index on; nodes in `reported` count as clean so
-    that one narrow multiplication is reported once, not again by each multiplication around it.
-    """
-    if node in reported:
-        return frozenset()
-    cast = _cast_target(node)
-    if cast is not None:
-        value, dtype = cast
-        if dtype is not None and last_name(dtype) in ('int64', 'uint64'):
-            return WIDE
-        floating = (last_name(dtype) or '').startswith(('float', 'bfloat')) if dtype is not None else False
-        return frozenset() if floating else _narrow(_origins(value, taint, reported))
-    if isinstance(node, ast.Call) and last_name(node.func) == 'program_id':
-        return frozenset({node.lineno})
-    if isinstance(node, ast.Name):
-        return taint.get(node.id, frozenset())
-    if isinstance(node, ast.Call):
-        if last_name(node.func) not in _INDEX_FUNCTIONS:
-            return frozenset()
-        operands = [*node.args, *(k.value for k in node.keywords)]
-    elif isinstance(node, ast.BinOp):
-        operands = [node.left, node.right]
-    elif isinstance(node, ast.UnaryOp):
-        operands = [node.operand]
-    elif isinstance(node, ast.Subscript):
-        operands = [node.value]
-    elif isinstance(node, ast.IfExp):
-        branches = [_origins(node.body, taint, reported), _origins(node.orelse, taint, reported)]
-        return WIDE if all(b == WIDE for b in branches) else frozenset().union(*map(_narrow, branches))
-    elif isinstance(node, (ast.Tuple, ast.List)):
-        return frozenset().union(*(_narrow(_origins(e, taint, reported)) for e in node.elts))
-    else:
-        return frozenset()
-    return _join([_origins(operand, taint, reported) for operand in operands])
-
-
-def _loop_index(iterable: ast.expr, taint: Taint) -> frozenset[int]:
-    """What a `for` over `iterable` binds: an index of `range(start, stop)` follows `start`, and `stop` unless a block
-    size bounds it (`range(0, tl.minimum(BC, T - i_t * BT))`), since the index stays below it."""
-    if not (isinstance(iterable, ast.Call) and last_name(iterable.func) in ('range', 'static_range')
-            and iterable.args):
-        return _origins(iterable, taint)
-    start, stop = (iterable.args[0], iterable.args[1]) if len(iterable.args) > 1 else (None, iterable.args[0])
-    bounded = _is_block_size(stop) or (isinstance(stop, ast.Call) and last_name(stop.func) in ('min', 'minimum')
-                                       and any(_is_block_size(argument) for argument in stop.args))
-    parts = ([] if start is None else [_origins(start, taint)]) + ([] if bounded else [_origins(stop, taint)])
-    return _join(parts) if parts else frozenset()
-
-
-def _names(target: ast.expr) -> list[str]:
+def bound_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _names(element)]
+        return [name for element in target.elts for name in bound_names(element)]
     if isinstance(target, ast.Starred):
-        return _names(target.value)
+        return bound_names(target.value)
     return []
-
-
-def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str, frozenset[int]]]:
-    """What assigning `value` to `target` binds; `a, b = x, y` pairs element by element."""
-    pairs_up = isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
-        and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
-    if pairs_up:
-        return [binding for t, v in zip(target.elts, value.elts, strict=True) for binding in _bindings(t, v, taint)]
-    origins = _origins(value, taint)
-    if isinstance(target, ast.Name) and _FEATURE_INDEX_NAME.match(target.id) and origins != WIDE:
-        # named for a feature block (`i_k = tl.program_id(0)`, `i_d = pid % ND`): it counts that dimension's blocks
-        origins = frozenset(-abs(line) for line in origins)
-    return [(name, origins) for name in _names(target)]
-
-
-def _bind(bindings: list[tuple[str, frozenset[int]]], taint: Taint) -> None:
-    for name, origins in bindings:
-        if origins:
-            taint[name] = origins
-        else:
-            taint.pop(name, None)
-
-
-def _assign(statement: ast.stmt, taint: Taint) -> None:
-    if isinstance(statement, ast.Assign):
-        # Evaluate every right-hand side before binding, as Python does for `a, b = b, a`.
-        bindings = [b for target in statement.targets for b in _bindings(target, statement.value, taint)]
-        _bind(bindings, taint)
-    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-        _bind(_bindings(statement.target, statement.value, taint), taint)
-    elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
-        name = statement.target.id
-        _bind([(name, _join([taint.get(name, frozenset()), _origins(statement.value, taint)]))], taint)
-
-
-def _check_multiplications(expression: ast.AST, taint: Taint, found: Found) -> None:
-    """Record in `found` each multiplication in `expression` of a narrow program id by anything but a block size,
-    innermost first; a comparison makes a mask, not an address, so what it holds is not recorded."""
-    masks = {id(inner) for node in ast.walk(expression) if isinstance(node, ast.Compare) for inner in ast.walk(node)}
-    # Breadth-first order reversed visits every node before the nodes that contain it.
-    for node in reversed(list(ast.walk(expression))):
-        if id(node) in masks:
-            continue
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            operands = (node.left, node.right)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
-            operands = (node.target, node.value)
-        else:
-            continue
-        for operand, other in (operands, operands[::-1]):
-            origins = _narrow(_origins(operand, taint, found))
-            # a program id times a block size is at most the extent of the dimension it tiles, a feature offset times
-            # a feature size one token's row: the next product is the one that can wrap
-            bounded = _is_block_size(other) or (all(line < 0 for line in origins) and _is_feature_size(other))
-            if origins and not bounded:
-                found.setdefault(node, (operand, origins))
-                break
-
-
-def _merge(first: Taint, second: Taint) -> Taint:
-    """Names after two paths: int64 where both made them so, else narrow from either."""
-    merged = {}
-    for name in first.keys() | second.keys():
-        one, two = first.get(name, frozenset()), second.get(name, frozenset())
-        value = WIDE if one == two == WIDE else _narrow(one) | _narrow(two)
-        if value:
-            merged[name] = value
-    return merged
-
-
-def _headers(statement: ast.stmt) -> list[ast.AST]:
-    """The parts of `statement` outside its nested blocks (a whole simple statement, the test of an `if`, ...)."""
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return []
-    if isinstance(statement, ast.AugAssign):
-        return [statement]
-    headers = []
-    for _, value in ast.iter_fields(statement):
-        values = value if isinstance(value, list) else [value]
-        headers += [v for v in values if isinstance(v, (ast.expr, ast.withitem))]
-    return headers
-
-
-def _flow(statements: list[ast.stmt], taint: Taint, found: Found) -> None:
-    """Follow program ids through `statements` in order, recording narrow multiplications in `found`."""
-    for statement in statements:
-        for header in _headers(statement):
-            _check_multiplications(header, taint, found)
-        if isinstance(statement, ast.If):
-            body, orelse = dict(taint), dict(taint)
-            _flow(statement.body, body, found)
-            _flow(statement.orelse, orelse, found)
-            taint.clear()
-            taint.update(_merge(body, orelse))
-        elif isinstance(statement, (ast.For, ast.While)):
-            loop = dict(taint)
-            # Two passes let a value assigned late in the body reach its uses early in the next iteration.
-            for _ in range(2):
-                if isinstance(statement, ast.For):
-                    _bind([(name, _loop_index(statement.iter, loop)) for name in _names(statement.target)], loop)
-                _flow(statement.body, loop, found)
-            after = _merge(taint, loop)
-            _flow(statement.orelse, after, found)
-            taint.clear()
-            taint.update(after)
-        elif isinstance(statement, ast.With):
-            _flow(statement.body, taint, found)
-        else:
-            _assign(statement, taint)
-
-
-@rule('TRI002', 'Program id multiplied in int32', 'error',
-      'cast the program id with `.to(tl.int64)` where it is read, before it meets a size or stride')
-def narrow_program_ids(context: Context) -> Iterator[Violation]:
-    """Checks that inside `@triton.jit` functions no multiplication takes a program id that was not cast to int64 and
-    multiplies it by a size or stride.
-
-    A value is a program id when it is `tl.program_id(...)` or a name assigned from an expression holding one, through
-    arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)` and tuple unpacking such as
-    `i_k, i_v = tl.program_id(0), tl.program_id(1)`. `x.to(tl.int64)`, `tl.cast(x, tl.int64)`, names assigned from
-    them and arithmetic holding them are wide, as Triton promotes int32 with int64 to int64. A product with a block
-    size (a `B...` compile-time name such as `BT`, an integer literal, or a product of them) is at most the extent of the
-    dimension it tiles and is not reported, but stays narrow; so is an offset from a program id over a feature
-    dimension (`i_k`, `i_v`, `i_d`) times a feature size (`K`, `V`, `D`, `W`), a loop index below a block size
-    (`range(tl.minimum(BC, T - i_t * BT))`), and a comparison, which makes a mask rather than an address. The analysis
-    is intra-procedural: a program id passed to a helper, or returned from one, is not followed; values read with
-    `tl.load` through a program id offset are data, not indices, and are not followed either.
-
-    Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
-    once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large
-    batches and long packed sequences reach that size on today's GPUs.
-
-    Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)` and `q + o_row[:, None] * H * K`.
-
-    Instead: `i_t = tl.program_id(0).to(tl.int64)`, then the same offsets.
-    """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'program_id' not in source.text:
-            continue
-        for function, _ in _jit_functions(source.tree):
-            found: Found = {}
-            _flow(function.body, {}, found)
-            for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
-                first = min(map(abs, origins))
-                yield Violation(source.path, node.lineno, f'`{_snippet(node)}` multiplies `{_snippet(narrow)}`, derived '
-                                                          f'from `tl.program_id` on line {first}, without an int64 cast',
-                                column=node.col_offset,
-                                anchors=tuple(range(node.lineno, node.end_lineno + 1)))
 
 
 def _launched_kernels(tree: ast.Module) -> set[str]:
@@ -410,7 +173,7 @@ def sequence_length_specialization(context: Context) -> Iterator[Violation]:
         if source.tree is None:
             continue
         launched = None
-        for function, decorator in _jit_functions(source.tree):
+        for function, decorator in jit_functions(source.tree):
             length = next((a for a in _positional_parameters(function) if a.arg == 'T'), None)
             if length is None or _unspecialized(decorator, function, 'T'):
                 continue
@@ -451,7 +214,7 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         if source.tree is None:
             continue
-        for function, _ in _jit_functions(source.tree):
+        for function, _ in jit_functions(source.tree):
             arguments = function.args
             for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
                 if _COMPILE_TIME_NAME.match(parameter.arg) and not _is_constexpr(parameter.annotation):
@@ -483,7 +246,7 @@ def _assigned_values(function: ast.FunctionDef) -> dict[str, list[ast.expr]]:
             for element, part in zip(target.elts, value.elts, strict=True):
                 assign(element, part)
             return
-        for name in _names(target):
+        for name in bound_names(target):
             values.setdefault(name, []).append(value)
 
     for statement in _statements(function):
@@ -586,7 +349,7 @@ def _dimension_bounds(mask: ast.expr, values: dict[str, list[ast.expr]], offsets
             continue
         below, bound = (left, right) if isinstance(operator, (ast.Lt, ast.LtE)) else (right, left)
         offset = _compared_offset(below, offsets)
-        if offset is not None and not _block_offsets(bound, offsets) and not _is_block_size(bound):
+        if offset is not None and not _block_offsets(bound, offsets) and not is_block_size(bound):
             bounds[offset] = ast.unparse(bound)
     return bounds
 
@@ -643,7 +406,7 @@ def unmasked_block_offsets(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         if source.tree is None or 'arange' not in source.text:
             continue
-        for function, _ in _jit_functions(source.tree):
+        for function, _ in jit_functions(source.tree):
             values = _assigned_values(function)
             offsets = _offsets_by_name(values)
             accesses = [(call, _block_offsets(pointer, offsets), mask) for call, pointer, mask in _memory_accesses(function)]
@@ -660,6 +423,6 @@ def unmasked_block_offsets(context: Context) -> Iterator[Violation]:
                 passing = ', '.join(f'`{key}` can pass `{bound}`' for key, bound in sorted(overrun.items()))
                 fill = ', other=0' if last_name(call.func) == 'load' else ''
                 advice = f'; add `mask={ast.unparse(other_mask)}{fill}`' if fits else ''
-                yield Violation(source.path, call.lineno, f'`{_snippet(call)}` has no mask, but {passing}: line '
-                                                          f'{other.lineno} masks it with `{_snippet(other_mask)}`{advice}',
+                yield Violation(source.path, call.lineno, f'`{snippet(call)}` has no mask, but {passing}: line '
+                                                          f'{other.lineno} masks it with `{snippet(other_mask)}`{advice}',
                                 column=call.col_offset, anchors=tuple(range(call.lineno, call.end_lineno + 1)))

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""TRI001-TRI005: block pointers, int32 program id products, length specialization, constexpr parameters and unmasked
-accesses past a dimension."""
+"""TRI001 and TRI003-TRI005: block pointers, length specialization, constexpr parameters and unmasked accesses past a
+dimension (TRI002 is in test_indices.py)."""
 
 from __future__ import annotations
 
@@ -70,127 +70,6 @@ def test_block_pointer_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: BLOCK_POINTERS})
     repo.write({PATH: BLOCK_POINTERS + '\n\nUNRELATED = 1\n'})
     assert _where(repo.check('TRI001')) == []
-
-
-NARROW = _kernel('''
-    @triton.jit(do_not_specialize=['T'])
-    def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, K: tl.constexpr):
-        i_t, i_h = tl.program_id(0), tl.program_id(1)
-        i_k = tl.program_id(2).to(tl.int64)
-        o_row = i_t * BT + tl.arange(0, BT)
-        i_blocks = tl.minimum(i_h, H - 1)
-        p_x = x + o_row[:, None] * H + i_blocks * K + i_k * BK
-        b_x = tl.load(p_x)
-        b_o = b_x * 2.0
-        tl.store(o + tl.program_id(0) * T * H, b_o)
-''')
-
-
-def test_program_id_products_without_an_int64_cast_are_reported(repo):
-    repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: NARROW})
-    report = repo.check('TRI002')
-    assert _where(report) == [
-        ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
-        ('TRI002', PATH, _line_of(NARROW, 'p_x = x')),
-        ('TRI002', PATH, _line_of(NARROW, 'tl.store(o')),
-    ]
-    first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
-    assert [f.message for f in report.findings] == [
-        f'`o_row[:, None] * H` multiplies `o_row[:, None]`, derived from `tl.program_id` on line {first}, without an '
-        'int64 cast',
-        f'`i_blocks * K` multiplies `i_blocks`, derived from `tl.program_id` on line {first}, without an int64 cast',
-        f'`tl.program_id(0) * T` multiplies `tl.program_id(0)`, derived from `tl.program_id` on line {store}, without an '
-        'int64 cast',
-    ]
-
-
-@pytest.mark.parametrize(('body', 'product'), [
-    pytest.param('''
-        if IS_VARLEN:
-            i_n = tl.program_id(0)
-        else:
-            i_n = 0
-        o_n = i_n * T
-    ''', 'i_n * T', id='narrow-in-one-branch'),
-    pytest.param('''
-        o_n = 0
-        for i_t in range(tl.program_id(0), T):
-            o_n += i_t
-        o_n *= T
-    ''', 'o_n *= T', id='loop-variable-and-augmented-product'),
-    pytest.param('''
-        i_n = 0
-        for i_t in range(T):
-            o_n = i_n * T
-            i_n = tl.program_id(0)
-    ''', 'i_n * T', id='narrow-from-the-previous-iteration'),
-    pytest.param('''
-        i_a, (i_b, i_c) = 0, (1, tl.program_id(0))
-        o_n = (i_c + 1) * T
-    ''', '(i_c + 1) * T', id='nested-unpacking'),
-])
-def test_program_ids_followed_through_branches_loops_and_unpacking(repo, body, product):
-    text = _kernel('''
-        @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, T, IS_VARLEN: tl.constexpr):
-    ''') + dedent(body).replace('\n', '\n    ').rstrip() + '\n'
-    repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: text})
-    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, product))]
-
-
-def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(repo):
-    repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
-        @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr):
-            i_t = tl.program_id(0).to(tl.int64)
-            i_h = tl.cast(tl.program_id(1), tl.int64)
-            i_n, i_v = tl.program_id(2).to(tl.int64), tl.program_id(0)
-            i_scaled = i_v.to(tl.float32) * 0.5
-            i_v = 0
-            o_row = i_t * BT + tl.arange(0, BT)
-            b_x = tl.load(x + o_row * H + i_h) * 2.0
-            mask = o_row < T
-            tl.store(o + i_n * T + i_v * BT + o_row, b_x * i_scaled, mask=mask)
-
-
-        def grid(meta):
-            return (tl.program_id(0) * 2,)
-    ''')})
-    assert _where(repo.check('TRI002')) == []
-
-
-def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
-    """Upstream flash-linear-attention's kernels: tile indices times block sizes, a loop index below a block size, a
-    mask, a feature offset times a feature size, and a sum that already holds an int64 cast; only the products with a
-    sequence size and a runtime stride are reported."""
-    text = _kernel('''
-        @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, chunk_indices, T, stride_k, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                            BC: tl.constexpr, BK: tl.constexpr):
-            i_kt, i_bh = tl.program_id(0), tl.program_id(1)
-            i_k, i_t = i_kt % tl.cdiv(K, BK), i_kt // tl.cdiv(K, BK)
-            i_b, i_h = i_bh // H, i_bh % H
-            i_n = tl.load(chunk_indices + i_t * 2).to(tl.int32)
-            o_k = i_k * BK + tl.arange(0, BK)
-            o_t = i_t * BT + tl.arange(0, BT)
-            m_t = o_t * 2 < T
-            p_x = x + (tl.cast(i_b, tl.int64) * H + i_h) * T * K + o_k
-            for j in range(0, tl.minimum(BC, T - i_t * BT)):
-                b_x = tl.load(p_x + j * K + o_k[None, :] * V, mask=m_t)
-            tl.store(x + (o_t + i_n) * H + o_k * stride_k, b_x)
-    ''')
-    repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: text})
-    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))] * 2
-
-
-def test_program_id_product_already_in_the_base_is_not_reported(repo):
-    repo.commit({PATH: NARROW})
-    repo.write({PATH: NARROW.replace('b_o = b_x * 2.0', 'b_o = b_x * 3.0')})
-    assert _where(repo.check('TRI002')) == []
 
 
 SPECIALIZED = _kernel('''

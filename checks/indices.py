@@ -1,0 +1,418 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""TRI002: a program id multiplied in int32 where the product can pass 2**31, followed through each kernel, the jit
+helpers it calls, branches, loops and unpacking."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from checks.triton import bound_names, cast_target, is_block_size, jit_functions, snippet
+from mrbot.rules import Context, Violation, last_name, rule
+
+# int32 holds values below 2**31: a product whose factors can reach this many bits together can wrap.
+_LIMIT_BITS = 31
+# How many bits a program id takes by what it counts, from the name it is given (the house's `i_*` vocabulary): feature
+# tiles and the sub-chunks of a chunk a handful, a head or group a few hundred, a batch row or sequence some thousands, a
+# chunk of a sequence up to a million, batch times heads more; a program id under another name as many.
+_PROGRAM_ID_BITS = (
+    (re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv|bg|ng|bn)(?:_\w+)?$'), 22),
+    (re.compile(r'^(?:i|pid)_(?:k|v|d|kv|dk|dv|i|j)(?:_\w+)?$'), 4),
+    (re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head)(?:_\w+)?$'), 8),
+    (re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$'), 14),
+    (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), 20),
+)
+_PROGRAM_ID_DEFAULT_BITS = 22
+# How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts,
+# feature sizes, head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in parts,
+# sequence lengths, token offsets; a stride, or a runtime name not listed, can be anything. A compile-time parameter
+# not listed is taken for a feature size.
+_SIZE_BITS = (
+    (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
+    (re.compile(r'^N[KV]$'), 4),
+    (re.compile(r'^(?:K|V|D|W|DK|DV|HD|HEAD_DIM)$'), 13),
+    (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), 8),
+    (re.compile(r'^(?:B|N|NB)$'), 14),
+    (re.compile(r'^(?:NT|NC|NS)$'), 20),
+    (re.compile(r'^[A-Z][A-Z0-9]*_OFFSET$'), 22),
+    (re.compile(r'^(?:T|L|S|seq_len|max_seqlen)$'), 24),
+    (re.compile(r'^(?:all|bos|eos)$'), 26),
+)
+_CONSTEXPR_BITS = 13
+_UNBOUNDED_BITS = 64
+# Products that count rows of one dimension within another, bounded by what they count together, whatever the two
+# are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence a chunk
+# offset; batch times heads times the chunks of a sequence the chunks of every head.
+_ROW_NAME = re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$')
+_BATCH_HEAD_NAME = re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv)$')
+_LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len)$')
+_CHUNKS_NAME = re.compile(r'^(?:NT|NC|NS)$')
+_COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, 26), (_ROW_NAME, _CHUNKS_NAME, 22), (_BATCH_HEAD_NAME, _CHUNKS_NAME, 30))
+# Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
+_INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
+                              'range', 'static_range', 'where'})
+# Nodes through which an offset expression goes on: a finding is made once for all of it.
+_ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.IfExp)
+
+
+@dataclass(frozen=True)
+class Index:
+    """What a value holds as an index: `lines` where a program id still in int32 entered it, `bits` how large it can
+    get (log2), and `wide` where it is int64, which Triton makes every sum or product it enters."""
+
+    lines: frozenset[int] = frozenset()
+    bits: int = 0
+    wide: bool = False
+
+    @property
+    def narrow(self) -> bool:
+        return bool(self.lines) and not self.wide
+
+
+# Name -> what it holds, within one function.
+Taint = dict[str, Index]
+# Reported multiplication -> its operand derived from a program id, and the lines where that program id was read.
+Found = dict[ast.AST, tuple[ast.expr, frozenset[int]]]
+
+
+@dataclass
+class Calls:
+    """The jit functions of a file, and what each call of one in the file passes to each of its parameters."""
+
+    functions: dict[str, ast.FunctionDef]
+    passed: dict[str, Taint] = field(default_factory=dict)
+
+    def record(self, call: ast.Call, taint: Taint) -> None:
+        callee = self.functions.get(last_name(call.func) or '')
+        if callee is None:
+            return
+        parameters = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+        # a call passing more than the parameters (a *args helper) binds the ones it can
+        given = [*zip(parameters, call.args, strict=False), *((k.arg, k.value) for k in call.keywords if k.arg)]
+        passed = self.passed.setdefault(callee.name, {})
+        for name, value in given:
+            index = _index(value, taint)
+            passed[name] = _either(passed[name], index) if name in passed else index
+
+
+def _name_bits(name: str, table: tuple[tuple[re.Pattern[str], int], ...], default: int) -> int:
+    return next((bits for pattern, bits in table if pattern.match(name)), default)
+
+
+def _joined(parts: list[Index], bits: int) -> Index:
+    """An arithmetic result of `parts` of `bits` bits: int64 where any part is, else narrow from every narrow part."""
+    if any(part.wide for part in parts):
+        return Index(bits=bits, wide=True)
+    return Index(frozenset().union(*(part.lines for part in parts)), bits)
+
+
+def _either(one: Index, other: Index) -> Index:
+    """What a name holds after two paths: int64 only where both made it so."""
+    return Index(one.lines | other.lines, max(one.bits, other.bits), one.wide and other.wide)
+
+
+def _product_bits(left: ast.expr, right: ast.expr, bits: int) -> int:
+    """The bits of `left * right`, `bits` apart, or fewer where the two count rows within each other."""
+    if isinstance(left, ast.Name) and isinstance(right, ast.Name):
+        for rows, counts, together in _COUNTED_TOGETHER:
+            if (rows.match(left.id) and counts.match(right.id)) or (rows.match(right.id) and counts.match(left.id)):
+                return min(bits, together)
+    return bits
+
+
+def _binary(node: ast.BinOp, taint: Taint) -> Index:
+    left, right = _index(node.left, taint), _index(node.right, taint)
+    constant = node.right.value if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) else None
+    if isinstance(node.op, ast.Mult):
+        bits = _product_bits(node.left, node.right, left.bits + right.bits)
+    elif isinstance(node.op, (ast.Add, ast.Sub)):
+        bits = max(left.bits, right.bits) + 1
+    elif isinstance(node.op, (ast.Mod, ast.BitAnd)):
+        bits = min(left.bits, right.bits)
+    elif isinstance(node.op, ast.RShift) and constant is not None:
+        bits = max(left.bits - constant, 0)
+    elif isinstance(node.op, ast.LShift) and constant is not None:
+        bits = left.bits + constant
+    elif isinstance(node.op, (ast.FloorDiv, ast.BitOr, ast.BitXor)):
+        bits = max(left.bits, right.bits)
+    else:
+        bits = _UNBOUNDED_BITS
+    return _joined([left, right], bits)
+
+
+def _call(node: ast.Call, taint: Taint) -> Index:
+    cast = cast_target(node)
+    if cast is not None:
+        value, dtype = cast
+        index = _index(value, taint)
+        if dtype is not None and last_name(dtype) in ('int64', 'uint64'):
+            return Index(bits=index.bits, wide=True)
+        floating = (last_name(dtype) or '').startswith(('float', 'bfloat')) if dtype is not None else False
+        return Index(bits=index.bits) if floating else Index(index.lines, index.bits)
+    function = last_name(node.func)
+    if function == 'program_id':
+        return Index(frozenset({node.lineno}), _PROGRAM_ID_DEFAULT_BITS)
+    arguments = [*node.args, *(k.value for k in node.keywords)]
+    if function == 'arange' and arguments:
+        return Index(bits=_index(arguments[-1], taint).bits)
+    if function not in _INDEX_FUNCTIONS or not arguments:
+        return Index(bits=_UNBOUNDED_BITS)
+    parts = [_index(argument, taint) for argument in arguments]
+    if function in ('min', 'minimum'):
+        bits = min(part.bits for part in parts)
+    elif function in ('multiple_of', 'max_contiguous', 'cdiv', 'int', 'abs'):
+        bits = parts[0].bits
+    else:
+        # where(mask, a, b) is a or b; max and range below the largest
+        bits = max(part.bits for part in (parts[1:] if function == 'where' else parts))
+    return _joined(parts, bits)
+
+
+def _index(node: ast.AST, taint: Taint) -> Index:
+    """What the value of `node` holds as an index. Comparisons make masks, and loads read data: neither carries an
+    index on."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return Index(bits=max(value.bit_length(), 1) if isinstance(value, int) and not isinstance(value, bool) else 0)
+    if isinstance(node, ast.Name):
+        return taint.get(node.id) or Index(bits=_name_bits(node.id, _SIZE_BITS, _UNBOUNDED_BITS))
+    if isinstance(node, ast.BinOp):
+        return _binary(node, taint)
+    if isinstance(node, ast.UnaryOp):
+        return _index(node.operand, taint)
+    if isinstance(node, ast.Subscript):
+        return _index(node.value, taint)
+    if isinstance(node, ast.Call):
+        return _call(node, taint)
+    if isinstance(node, ast.IfExp):
+        return _either(_index(node.body, taint), _index(node.orelse, taint))
+    if isinstance(node, (ast.Tuple, ast.List)):
+        parts = [_index(e, taint) for e in node.elts]
+        return Index(frozenset().union(*(p.lines for p in parts if not p.wide)), max((p.bits for p in parts), default=0))
+    if isinstance(node, ast.Attribute):
+        return Index(bits=_UNBOUNDED_BITS)
+    return Index()
+
+
+def _loop_index(iterable: ast.expr, taint: Taint) -> Index:
+    """What a `for` over `iterable` binds: an index of `range(start, stop)` is below `stop`, and narrow from `start`,
+    and from `stop` unless a block size bounds it (`range(0, tl.minimum(BC, T - i_t * BT))`)."""
+    if not (isinstance(iterable, ast.Call) and last_name(iterable.func) in ('range', 'static_range')
+            and iterable.args):
+        return _index(iterable, taint)
+    start, stop = (iterable.args[0], iterable.args[1]) if len(iterable.args) > 1 else (None, iterable.args[0])
+    bounded = is_block_size(stop) or (isinstance(stop, ast.Call) and last_name(stop.func) in ('min', 'minimum')
+                                       and any(is_block_size(argument) for argument in stop.args))
+    limit = _index(stop, taint)
+    parts = ([] if start is None else [_index(start, taint)]) + ([] if bounded else [limit])
+    return _joined(parts, limit.bits) if parts else Index(bits=limit.bits)
+
+
+def _named(name: str, index: Index) -> Index:
+    """`index` as held by `name`: bounded by what the name says it counts (`i_h` a head, `bos` a token offset)."""
+    bound = _name_bits(name, _PROGRAM_ID_BITS, _name_bits(name, _SIZE_BITS, _UNBOUNDED_BITS))
+    return Index(index.lines, min(index.bits, bound), index.wide)
+
+
+def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str, Index]]:
+    """What assigning `value` to `target` binds; `a, b = x, y` pairs element by element."""
+    pairs_up = isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+        and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    if pairs_up:
+        return [binding for t, v in zip(target.elts, value.elts, strict=True) for binding in _bindings(t, v, taint)]
+    index = _index(value, taint)
+    return [(name, _named(name, index)) for name in bound_names(target)]
+
+
+def _assign(statement: ast.stmt, taint: Taint) -> None:
+    if isinstance(statement, ast.Assign):
+        # every right-hand side is read before any name is bound, as Python does for `a, b = b, a`
+        bindings = [b for target in statement.targets for b in _bindings(target, statement.value, taint)]
+        taint.update(bindings)
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        taint.update(_bindings(statement.target, statement.value, taint))
+    elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        name = statement.target.id
+        combined = _binary(ast.BinOp(statement.target, statement.op, statement.value), taint)
+        taint[name] = _named(name, combined)
+
+
+def _parts(node: ast.AST) -> list[ast.AST]:
+    """The children of an arithmetic node that its value goes on from (not a subscript's slice, nor a condition)."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.Subscript):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        return [node.body, node.orelse]
+    if isinstance(node, ast.AugAssign):
+        return [node.value]
+    return []
+
+
+def _roots(node: ast.AST) -> Iterator[ast.AST]:
+    """The offset expressions under `node`: each arithmetic node whose parent is not arithmetic (a call's argument
+    starts one of its own), outside masks."""
+    if isinstance(node, ast.Compare):
+        return
+    if not isinstance(node, (*_ARITHMETIC, ast.AugAssign)):
+        for child in ast.iter_child_nodes(node):
+            yield from _roots(child)
+        return
+    yield node
+    yield from _inner_roots(node)
+
+
+def _inner_roots(node: ast.AST) -> Iterator[ast.AST]:
+    """The offset expressions that start inside the arithmetic of `node`: in the arguments of its calls."""
+    for part in _parts(node):
+        if isinstance(part, _ARITHMETIC):
+            yield from _inner_roots(part)
+        else:
+            yield from _roots(part)
+
+
+def _products(root: ast.AST) -> Iterator[ast.AST]:
+    """The multiplications of an offset expression, each before any that holds it."""
+    for part in _parts(root):
+        if isinstance(part, _ARITHMETIC):
+            yield from _products(part)
+    if isinstance(root, (ast.BinOp, ast.AugAssign)) and isinstance(root.op, ast.Mult):
+        yield root
+
+
+def _check(expression: ast.AST, taint: Taint, found: Found) -> None:
+    """Record in `found` the first multiplication of each offset expression in `expression` that takes a narrow
+    program id and can pass int32: once for the whole offset, however many products around it go on from it."""
+    for root in _roots(expression):
+        for node in _products(root):
+            left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+            parts = [_index(left, taint), _index(right, taint)]
+            narrow = [(operand, part) for operand, part in zip((left, right), parts, strict=True) if part.narrow]
+            bits = _product_bits(left, right, parts[0].bits + parts[1].bits)
+            if narrow and not any(part.wide for part in parts) and bits >= _LIMIT_BITS:
+                found.setdefault(node, (narrow[0][0], narrow[0][1].lines))
+                break
+
+
+def _merged(first: Taint, second: Taint) -> Taint:
+    """Names after two paths: int64 where both made them so, else narrow from either."""
+    merged = {}
+    for name in first.keys() | second.keys():
+        one, two = first.get(name), second.get(name)
+        merged[name] = _either(one, two) if one and two else (one or two)
+    return merged
+
+
+def _headers(statement: ast.stmt) -> list[ast.AST]:
+    """The parts of `statement` outside its nested blocks (a whole simple statement, the test of an `if`, ...)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    if isinstance(statement, ast.AugAssign):
+        return [statement]
+    headers = []
+    for _, value in ast.iter_fields(statement):
+        values = value if isinstance(value, list) else [value]
+        headers += [v for v in values if isinstance(v, (ast.expr, ast.withitem))]
+    return headers
+
+
+def _flow(statements: list[ast.stmt], taint: Taint, found: Found, calls: Calls) -> None:
+    """Follow program ids through `statements` in order, recording narrow multiplications in `found` and what each
+    call of a jit helper passes in `calls`."""
+    for statement in statements:
+        for header in _headers(statement):
+            _check(header, taint, found)
+            for node in ast.walk(header):
+                if isinstance(node, ast.Call):
+                    calls.record(node, taint)
+        if isinstance(statement, ast.If):
+            body, orelse = dict(taint), dict(taint)
+            _flow(statement.body, body, found, calls)
+            _flow(statement.orelse, orelse, found, calls)
+            taint.clear()
+            taint.update(_merged(body, orelse))
+        elif isinstance(statement, (ast.For, ast.While)):
+            loop = dict(taint)
+            # two passes let a value assigned late in the body reach its uses early in the next iteration
+            for _ in range(2):
+                if isinstance(statement, ast.For):
+                    loop.update((name, _named(name, _loop_index(statement.iter, loop)))
+                                for name in bound_names(statement.target))
+                _flow(statement.body, loop, found, calls)
+            after = _merged(taint, loop)
+            _flow(statement.orelse, after, found, calls)
+            taint.clear()
+            taint.update(after)
+        elif isinstance(statement, ast.With):
+            _flow(statement.body, taint, found, calls)
+        else:
+            _assign(statement, taint)
+
+
+def _compile_time(function: ast.FunctionDef) -> Taint:
+    """The `tl.constexpr` parameters of `function` whose names say nothing of their size, as feature sizes."""
+    parameters = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+    return {p.arg: Index(bits=_CONSTEXPR_BITS) for p in parameters
+            if p.annotation is not None and last_name(p.annotation) == 'constexpr'
+            and _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS) == _UNBOUNDED_BITS}
+
+
+def narrow_products(tree: ast.Module) -> Found:
+    """The narrow program-id products of a file's jit functions; a helper's parameters hold what its callers in the
+    file pass them, so a program id is followed into the helpers a kernel calls (three levels deep)."""
+    functions = {function.name: function for function, _ in jit_functions(tree)}
+    passed: dict[str, Taint] = {}
+    for _ in range(3):
+        found: Found = {}
+        calls = Calls(functions)
+        for name, function in functions.items():
+            _flow(function.body, {**_compile_time(function), **passed.get(name, {})}, found, calls)
+        if calls.passed == passed:
+            break
+        passed = calls.passed
+    return found
+
+
+@rule('TRI002', 'Program id multiplied in int32', 'error',
+      'cast the program id with `.to(tl.int64)` where it is read, before it meets a size or stride')
+def narrow_program_ids(context: Context) -> Iterator[Violation]:
+    """Checks that inside `@triton.jit` functions no multiplication of a program id still in int32 can pass 2**31.
+
+    A value is a program id when it is `tl.program_id(...)` or a name assigned from an expression holding one, through
+    arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)`, tuple unpacking such as
+    `i_k, i_v = tl.program_id(0), tl.program_id(1)`, and the parameters of a jit helper the kernel passes it to.
+    `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and arithmetic holding them are int64, as Triton promotes int32 with int64.
+    Each value is bounded by what it counts, read from its name: a program id over feature blocks (`i_k`) takes
+    about 4 bits, a head (`i_h`, `pid_h`) 8, a batch row or sequence (`i_b`, `i_n`) 14, a chunk (`i_t`) 20, batch
+    times heads (`i_bh`, `i_nh`) or any other program id 22; a block size (`BT`) 8, a feature size (`K`, `V`, `D`)
+    13, a head count (`H`) 8, a batch or sequence count (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length
+    (`T`) 24, a token offset (`bos`, `all`) 26; a batch row times a sequence length is a token offset too, and batch
+    times heads times the chunks of a sequence (`i_bh * NT`) 30 bits. A stride or a name not listed can be anything.
+    A product is reported where its factors can reach 31 bits together; once per offset expression (the first
+    product of it that can pass 2**31), as the products around it go on from the same value. Comparisons make masks,
+    not addresses, and values read with `tl.load` are data, not indices.
+
+    Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
+    once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large
+    batches and long packed sequences reach that size on today's GPUs. A head index times a feature size, or a batch
+    row times a sequence length, stays far below it, cast or not.
+
+    Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)` and `q + o_row[:, None] * H * K`.
+
+    Instead: `i_t = tl.program_id(0).to(tl.int64)`, then the same offsets.
+    """
+    for source in context.sources('*.py'):
+        if source.tree is None or 'program_id' not in source.text:
+            continue
+        found = narrow_products(source.tree)
+        for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
+            yield Violation(source.path, node.lineno, f'`{snippet(node)}` multiplies `{snippet(narrow)}`, derived '
+                                                      f'from `tl.program_id` on line {min(origins)}, without an int64 '
+                                                      'cast, and can pass 2**31',
+                            column=node.col_offset, anchors=tuple(range(node.lineno, node.end_lineno + 1)))

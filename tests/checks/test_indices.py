@@ -1,0 +1,228 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""TRI002: program ids multiplied in int32 where the product can pass 2**31, each shape of upstream's kernels that it
+must tell apart as a small synthetic kernel of our own."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+IMPORTS = 'import triton\nimport triton.language as tl\n\n\n'
+PATH = 'fla/ops/demo/chunk.py'
+
+
+def _kernel(body: str) -> str:
+    return IMPORTS + dedent(body)
+
+
+def _line_of(text: str, fragment: str) -> int:
+    """The line number of the one line of `text` that holds `fragment`."""
+    numbers = [n for n, line in enumerate(text.splitlines(), 1) if fragment in line]
+    assert len(numbers) == 1, f'{fragment!r} is on lines {numbers}'
+    return numbers[0]
+
+
+def _where(report) -> list[tuple[str, str, int]]:
+    return [(f.rule, f.path, f.line) for f in report.findings]
+
+
+def _found(repo, text: str) -> list[int]:
+    """The lines TRI002 reports in `text`, added whole to a repository."""
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    return [f.line for f in repo.check('TRI002').findings]
+
+
+NARROW = _kernel('''
+    @triton.jit(do_not_specialize=['T'])
+    def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, K: tl.constexpr):
+        i_t, i_h = tl.program_id(0), tl.program_id(1)
+        i_k = tl.program_id(2).to(tl.int64)
+        o_row = i_t * BT + tl.arange(0, BT)
+        i_blocks = tl.minimum(i_h, H - 1)
+        p_x = x + o_row[:, None] * H + i_blocks * K + i_k * BK
+        b_x = tl.load(p_x)
+        b_o = b_x * 2.0
+        tl.store(o + tl.program_id(0) * T * H, b_o)
+''')
+
+
+def test_program_id_products_without_an_int64_cast_are_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: NARROW})
+    report = repo.check('TRI002')
+    # one finding for the offset of `p_x`, whose products all go on from the same row; a head times a feature size
+    # (`i_blocks * K`) is small whatever it is cast to
+    assert _where(report) == [('TRI002', PATH, _line_of(NARROW, 'p_x = x')), ('TRI002', PATH, _line_of(NARROW, 'tl.store(o'))]
+    first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
+    assert [f.message for f in report.findings] == [
+        f'`o_row[:, None] * H` multiplies `o_row[:, None]`, derived from `tl.program_id` on line {first}, without an '
+        'int64 cast, and can pass 2**31',
+        f'`tl.program_id(0) * T` multiplies `tl.program_id(0)`, derived from `tl.program_id` on line {store}, without an '
+        'int64 cast, and can pass 2**31',
+    ]
+
+
+@pytest.mark.parametrize(('body', 'product'), [
+    pytest.param('''
+        if IS_VARLEN:
+            i_n = tl.program_id(0)
+        else:
+            i_n = 0
+        o_n = i_n * stride_n
+    ''', 'i_n * stride_n', id='narrow-in-one-branch'),
+    pytest.param('''
+        o_n = 0
+        for i_t in range(tl.program_id(0), T):
+            o_n += i_t
+        o_n *= T
+    ''', 'o_n *= T', id='loop-variable-and-augmented-product'),
+    pytest.param('''
+        i_n = 0
+        for i_t in range(T):
+            o_n = i_n * stride_n
+            i_n = tl.program_id(0)
+    ''', 'i_n * stride_n', id='narrow-from-the-previous-iteration'),
+    pytest.param('''
+        i_a, (i_b, i_c) = 0, (1, tl.program_id(0))
+        o_n = (i_c + 1) * T
+    ''', '(i_c + 1) * T', id='nested-unpacking'),
+])
+def test_program_ids_followed_through_branches_loops_and_unpacking(repo, body, product):
+    text = _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, T, stride_n, IS_VARLEN: tl.constexpr):
+    ''') + dedent(body).replace('\n', '\n    ').rstrip() + '\n'
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, product))]
+
+
+def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(repo):
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr):
+            i_t = tl.program_id(0).to(tl.int64)
+            i_h = tl.cast(tl.program_id(1), tl.int64)
+            i_n, i_v = tl.program_id(2).to(tl.int64), tl.program_id(0)
+            i_scaled = i_v.to(tl.float32) * 0.5
+            i_v = 0
+            o_row = i_t * BT + tl.arange(0, BT)
+            b_x = tl.load(x + o_row * H + i_h) * 2.0
+            mask = o_row < T
+            tl.store(o + i_n * T + i_v * BT + o_row, b_x * i_scaled, mask=mask)
+
+
+        def grid(meta):
+            return (tl.program_id(0) * 2,)
+    ''')})
+    assert _where(repo.check('TRI002')) == []
+
+
+def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
+    """Upstream flash-linear-attention's kernels: tile indices times block sizes, a loop index below a block size, a
+    mask, a feature offset times a feature size, and a sum that already holds an int64 cast; only the offset with a
+    sequence size and a runtime stride is reported, once."""
+    text = _kernel('''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, chunk_indices, T, stride_k, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                            BC: tl.constexpr, BK: tl.constexpr):
+            i_kt, i_bh = tl.program_id(0), tl.program_id(1)
+            i_k, i_t = i_kt % tl.cdiv(K, BK), i_kt // tl.cdiv(K, BK)
+            i_b, i_h = i_bh // H, i_bh % H
+            i_n = tl.load(chunk_indices + i_t * 2).to(tl.int32)
+            o_k = i_k * BK + tl.arange(0, BK)
+            o_t = i_t * BT + tl.arange(0, BT)
+            m_t = o_t * 2 < T
+            p_x = x + (tl.cast(i_b, tl.int64) * H + i_h) * T * K + o_k
+            for j in range(0, tl.minimum(BC, T - i_t * BT)):
+                b_x = tl.load(p_x + j * K + o_k[None, :] * V, mask=m_t)
+            tl.store(x + (o_t + i_n) * H + o_k * stride_k, b_x)
+    ''')
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))]
+
+
+def test_program_id_product_already_in_the_base_is_not_reported(repo):
+    repo.commit({PATH: NARROW})
+    repo.write({PATH: NARROW.replace('b_o = b_x * 2.0', 'b_o = b_x * 3.0')})
+    assert _where(repo.check('TRI002')) == []
+
+
+@pytest.mark.parametrize('offset', [
+    pytest.param('p_x = x + pid_h * D + tl.arange(0, BD)', id='head-times-feature-size'),
+    pytest.param('p_x = x + i_h * K + o_k', id='head-index-times-key-size'),
+    pytest.param('p_x = x + o_g[:, None] * K + o_k[None, :]', id='group-offsets-times-key-size'),
+    pytest.param('p_x = x + (i_k * all + bos).to(tl.int64) * H * K', id='feature-tile-times-token-count'),
+    pytest.param('p_x = x + (i_b * T).to(tl.int64) * H * K', id='batch-row-times-length-cast-after'),
+])
+def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(repo, offset):
+    # upstream's false alarms: a head or a feature tile times a feature size, a group times a size, a batch row times
+    # a sequence length cast only afterwards: none can pass 2**31, whatever the tensors' sizes
+    assert _found(repo, _kernel(f'''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, T, all, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr, D: tl.constexpr,
+                            BD: tl.constexpr, BK: tl.constexpr):
+            i_k, i_bh = tl.program_id(0), tl.program_id(1)
+            i_b, i_h = i_bh // H, i_bh % H
+            pid_h = tl.program_id(2)
+            i_g = i_h // G
+            o_g = i_g * G + tl.arange(0, G)
+            o_k = i_k * BK + tl.arange(0, BK)
+            bos = i_b * T
+            {offset}
+            tl.store(p_x, tl.zeros([BK], dtype=tl.float32))
+    ''')) == []
+
+
+@pytest.mark.parametrize(('offset', 'product'), [
+    pytest.param('p_x = x + (bos * H + i_h) * K', 'bos * H', id='token-offset-times-heads'),
+    pytest.param('p_x = x + i_bh * T * K', 'i_bh * T', id='batch-by-heads-times-length'),
+    pytest.param('p_x = x + i_h * stride_h', 'i_h * stride_h', id='head-times-runtime-stride'),
+    pytest.param('p_x = x + (i_b * T * H).to(tl.int64) * K', 'i_b * T * H', id='cast-after-a-product-that-wraps'),
+])
+def test_products_that_can_pass_int32_are_reported_once_per_offset(repo, offset, product):
+    # the inner and the outer products of one offset were each reported (445 lines of upstream's twice or more)
+    text = _kernel(f'''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, T, stride_h, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+            i_t, i_bh = tl.program_id(0), tl.program_id(1)
+            i_b, i_h = i_bh // H, i_bh % H
+            bos = i_b * T
+            {offset}
+            tl.store(p_x, tl.zeros([BK], dtype=tl.float32))
+    ''')
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: text})
+    [finding] = repo.check('TRI002').findings
+    assert finding.line == _line_of(text, offset) and finding.message.startswith(f'`{product}` multiplies ')
+
+
+def test_program_ids_are_followed_into_the_jit_helpers_a_kernel_passes_them_to(repo):
+    # upstream's kernels compute offsets in @triton.jit helpers from the program ids their kernels pass in
+    text = _kernel('''
+        @triton.jit
+        def load_rows(x, i_t, i_h, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr):
+            o_t = i_t * BT + tl.arange(0, BT)
+            head = i_h * K
+            return tl.load(x + o_t[:, None] * H * K + head)
+
+
+        @triton.jit
+        def unused_helper(x, i_t, K: tl.constexpr):
+            return tl.load(x + i_t * K)
+
+
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, o, T, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr):
+            i_t, i_h = tl.program_id(0), tl.program_id(1)
+            b_x = load_rows(x, i_t, i_h, H=H, K=K, BT=BT)
+            wide = load_rows(x, i_t.to(tl.int64), i_h, H, K, BT)
+            tl.store(o, b_x + wide)
+    ''')
+    # once: the call with an int64 row makes nothing wide for the call without one
+    assert _found(repo, text) == [_line_of(text, 'o_t[:, None] * H * K')]
