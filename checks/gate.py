@@ -270,25 +270,117 @@ def kept_cases(context: Context) -> Iterator[Violation]:
         before = Counter(_SKIP.findall(source.file.base_text))
         after = Counter(_SKIP.findall(source.text))
         existing, new_tests = _test_names(source.base_tree), _test_spans(source.tree)
+        mild = _skips_the_gate_runs_past(source.tree, existing)
         for line in sorted(source.added):
             # a skip on a test the base did not have stops no case from running
-            if any(first <= line <= last and name not in existing for name, first, last in new_tests):
+            if line in mild or any(first <= line <= last and name not in existing for name, first, last in new_tests):
                 continue
             for skip in dict.fromkeys(_SKIP.findall(source.line(line))):
                 if after[skip] > before[skip]:
                     yield Violation(source.path, line, f'{skip.rstrip("(")} added: the case no longer runs in the gate')
 
 
-def _test_spans(tree: ast.Module | None) -> list[tuple[str, int, int]]:
-    """Each test function (`Class.test_x` for a method) with its first line, decorators included, and its last."""
-    spans = []
-    for node in tree.body if tree is not None else []:
+# What the gate's runs are: an NVIDIA GPU of the runner classes (Hopper, Blackwell), backend dispatch off. Each name a
+# skip condition may read, with its value on each; a name not here is unknown, and so is the skip.
+_GATE_PLATFORMS = (
+    {'IS_NVIDIA': True, 'IS_NVIDIA_HOPPER': True, 'IS_NVIDIA_BLACKWELL': False, 'IS_NVIDIA_SM100': False},
+    {'IS_NVIDIA': True, 'IS_NVIDIA_HOPPER': False, 'IS_NVIDIA_BLACKWELL': True, 'IS_NVIDIA_SM100': True},
+)
+_OTHER_PLATFORMS = re.compile(r'^IS_(?:AMD|NPU|INTEL\w*|TPU|MUSA|MLU|XPU|ROCM|MPS|CPU)$')
+_DISPATCH_OFF = 'FLA_DISABLE_BACKEND_DISPATCH'
+
+
+def _on_gate(node: ast.expr, platform: dict[str, bool]) -> object:
+    """The value of a skip condition on one of the gate's platforms: True, False, a string, or None where it cannot be
+    told from the condition itself."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    name = last_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    if name is not None:
+        return platform.get(name, False if _OTHER_PLATFORMS.match(name) else 'cuda' if name == 'device' else None)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = _on_gate(node.operand, platform)
+        return None if value is None else not value
+    if isinstance(node, ast.BoolOp):
+        values = [_on_gate(v, platform) for v in node.values]
+        decided = isinstance(node.op, ast.And) and False in values or isinstance(node.op, ast.Or) and True in values
+        if decided:
+            return isinstance(node.op, ast.Or)
+        return None if None in values else bool(values[-1])
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _on_gate(node.left, platform), _on_gate(node.comparators[0], platform)
+        if left is None or right is None:
+            return None
+        if isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return (left == right) == isinstance(node.ops[0], ast.Eq)
+        return None
+    if isinstance(node, ast.Call) and last_name(node.func) in ('get', 'getenv') and node.args \
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == _DISPATCH_OFF:
+        return '1'
+    if isinstance(node, ast.Call) and last_name(node.func) == 'is_available' and 'cuda' in ast.unparse(node.func):
+        return True
+    return None
+
+
+def _gate_runs_past(condition: ast.expr | None) -> bool:
+    """Whether a skip under `condition` (None: none) skips nothing on any of the gate's platforms."""
+    return condition is not None and all(_on_gate(condition, platform) is False for platform in _GATE_PLATFORMS)
+
+
+def _skip_condition(call: ast.Call) -> ast.expr | None:
+    """The condition of a `skipif(...)`/`xfail(...)` mark, None for one that always applies."""
+    if last_name(call.func) not in ('skipif', 'xfail'):
+        return None
+    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == 'condition'), None)
+
+
+def _skips_the_gate_runs_past(tree: ast.Module | None, existing: set[str]) -> set[int]:
+    """The lines of skips that take no case out of the gate: a skip whose condition is false on each of the gate's
+    platforms (`IS_NPU`, `not IS_NVIDIA`, dispatch turned on), and a mark kept in a name that only tests the base did
+    not have are decorated with."""
+    mild: set[int] = set()
+    if tree is None:
+        return mild
+    decorated: dict[str, set[str]] = {}
+    for name, function in _test_functions(tree):
+        for decorator in function.decorator_list:
+            decorated.setdefault(last_name(decorator) or '', set()).add(name)
+        for node in ast.walk(function):
+            if isinstance(node, ast.If) and any(isinstance(inner, ast.Call) and last_name(inner.func) in ('skip', 'xfail')
+                                                for statement in node.body for inner in ast.walk(statement)) \
+                    and _gate_runs_past(node.test):
+                mild.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and last_name(node.func) in ('skipif', 'xfail') and _gate_runs_past(
+                _skip_condition(node)):
+            mild.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Call):
+            users = decorated.get(statement.targets[0].id, set())
+            if not users & existing and statement.targets[0].id not in _case_mark_names(tree):
+                mild.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return mild
+
+
+def _case_mark_names(tree: ast.Module) -> set[str]:
+    """The names given as `marks=` of a `pytest.param` case."""
+    return {node.value.id for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == 'marks'
+            and isinstance(node.value, ast.Name)}
+
+
+def _test_functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for node in tree.body:
         functions = [(f'{node.name}.', child) for child in node.body] if isinstance(node, ast.ClassDef) else [('', node)]
         for prefix, function in functions:
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name.startswith('test'):
-                first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
-                spans.append((prefix + function.name, first, function.end_lineno or function.lineno))
-    return spans
+                yield prefix + function.name, function
+
+
+def _test_spans(tree: ast.Module | None) -> list[tuple[str, int, int]]:
+    """Each test function (`Class.test_x` for a method) with its first line, decorators included, and its last."""
+    return [(name, min([function.lineno, *(d.lineno for d in function.decorator_list)]),
+             function.end_lineno or function.lineno) for name, function in _test_functions(tree)] if tree else []
 
 
 def _test_names(tree: ast.Module | None) -> set[str]:

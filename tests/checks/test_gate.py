@@ -169,6 +169,38 @@ def test_skip_on_an_added_test_is_not_reported_and_on_an_existing_one_is(repo):
     assert _where(repo.check('GATE003')) == [('GATE003', 'tests/ops/test_simple_gla.py', _line(head, 'mark.xfail('))]
 
 
+@pytest.mark.parametrize('skip', [
+    pytest.param("@pytest.mark.skipif(IS_NPU, reason='not on NPU yet')\n", id='another-platforms-skip'),
+    pytest.param("@pytest.mark.skipif(not (IS_NVIDIA or IS_NPU), reason='CUDA or NPU')\n", id='skip-off-nvidia'),
+    pytest.param("@skip_npu\n", id='a-named-mark-for-another-platform'),
+])
+def test_skips_the_gate_runs_past_take_no_case_out_of_it(repo, skip):
+    # upstream's GATE003 false alarms: a skip that holds only on another platform, where the gate runs on NVIDIA GPUs
+    repo.commit(SIMPLE_GLA)
+    named = "skip_npu = pytest.mark.skipif(fu.IS_NPU, reason='not on NPU yet')\n\n\n"
+    head = OP_TEST.replace('CASES = [', named + 'CASES = [').replace('def test_chunk', skip + 'def test_chunk')
+    repo.write({'tests/ops/test_simple_gla.py': head})
+    assert repo.check('GATE003').findings == ()
+
+
+def test_a_skip_under_backend_dispatch_or_a_mark_for_new_tests_only_takes_no_case_out_of_the_gate(repo):
+    repo.commit(SIMPLE_GLA)
+    dispatched = ("    if os.environ.get('FLA_DISABLE_BACKEND_DISPATCH') != '1' and B > 1:\n"
+                  "        pytest.skip(reason='not in the backend; the Triton run has it')\n")
+    fresh = ("\n\nFRESH = pytest.mark.skipif(not HAS_PACKAGE, reason='needs the package')\n\n\n"
+             "@FRESH\ndef test_fresh():\n    assert True\n")
+    head = OP_TEST.replace("    ref, tri = run(B, T, dtype)\n", dispatched + "    ref, tri = run(B, T, dtype)\n") + fresh
+    repo.write({'tests/ops/test_simple_gla.py': head})
+    assert repo.check('GATE003').findings == ()
+    # the same mark on a test the base had, or a skip that holds on one of the gate's GPUs, takes cases out
+    taken = head.replace('def test_chunk', '@FRESH\ndef test_chunk', 1).replace(
+        "@pytest.mark.parametrize('T', [63", "@pytest.mark.skipif(IS_NVIDIA_HOPPER, reason='later')\n"
+                                            "@pytest.mark.parametrize('T', [63")
+    repo.write({'tests/ops/test_simple_gla.py': taken})
+    assert _where(repo.check('GATE003')) == [('GATE003', 'tests/ops/test_simple_gla.py', _line(taken, 'IS_NVIDIA_HOPPER')),
+                                             ('GATE003', 'tests/ops/test_simple_gla.py', _line(taken, 'FRESH = '))]
+
+
 def test_skip_already_in_the_base_moved_or_in_a_new_file_is_not_reported(repo):
     repo.commit(SIMPLE_GLA)
     skipif = "@pytest.mark.skipif(not ON_GPU, reason='large shape: runs compiled on a GPU')\n"
