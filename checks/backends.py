@@ -223,7 +223,7 @@ def verifier_signature(context: Context) -> Iterator[Violation]:
     parameters are ordered differently judges one argument under another's name, and a `**kwargs` standing in for
     parameters lets them through unchecked, so the backend serves calls it cannot compute. Keyword-only parameters
     must match as a set; defaults are not compared. With `verifier-pass-through = true` in `[tool.mrbot]` (upstream
-    flash-linear-attention's convention) a verifier may instead name one or more leading parameters and take the rest as
+    flash-linear-attention's convention) a verifier may instead name leading parameters, or none, and take the rest as
     `*args, **kwargs`: every call reaches it, and what it judges arrives under the right name.
     The public function is looked up in the change and on disk
     under the source roots, preferring the one whose `@dispatch` imports this backends package; when none is
@@ -249,8 +249,8 @@ def verifier_signature(context: Context) -> Iterator[Violation]:
         expected, found = signatures.pop(), _signature(verifier, bound=True)
         if found.positional == expected.positional and set(found.keyword_only) == set(expected.keyword_only):
             continue
-        # the pass-through form: every call reaches it, and what it names it names in the function's order
-        passes_through = found.positional and found.var_positional and found.var_keyword and not found.keyword_only
+        # the pass-through form: every call reaches it, and what it names (if anything) it names in the function's order
+        passes_through = found.var_positional and found.var_keyword and not found.keyword_only
         if context.config.verifier_pass_through and passes_through \
                 and expected.positional[:len(found.positional)] == found.positional:
             continue
@@ -483,3 +483,60 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
             yield Violation(source.path, node.lineno, f'no file under {roots} contains the rejection reason {text!r} '
                             f'of {verifier.name}', node.col_offset,
                             anchors=tuple(range(node.lineno, (node.end_lineno or node.lineno) + 1)))
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to other modules or their members by importing them."""
+    return {(alias.asname or alias.name).split('.')[0] for statement in _top_level_statements(tree.body)
+            if isinstance(statement, (ast.Import, ast.ImportFrom)) for alias in statement.names}
+
+
+def _rebound(statement: ast.stmt, imported: set[str]) -> Iterator[tuple[ast.AST, str]]:
+    """`(node, name)` for each attribute of an imported module that `statement` rebinds: `torch.compile = f`,
+    `setattr(triton, 'autotune', f)`, `os.environ['X'] = '1'`."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, (ast.AugAssign, ast.AnnAssign)) else []
+    for target in targets:
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                yield target, ast.unparse(target)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if last_name(call.func) == 'setattr' and call.args and isinstance(call.args[0], ast.Name) \
+                and call.args[0].id in imported:
+            yield call, f'{call.args[0].id}.{ast.unparse(call.args[1]).strip(chr(39) + chr(34))}'
+        elif isinstance(call.func, ast.Attribute) and call.func.attr in ('update', 'setdefault') \
+                and dotted_name(call.func.value) in ('os.environ', 'environ'):
+            yield call, dotted_name(call.func.value)
+
+
+@rule('BKD006', 'Backend package changes what other code sees when it is imported', 'error',
+      'do the work where the backend runs (its methods), or ask for it in the backend\'s documentation; import only '
+      'registers the backend')
+def import_side_effects(context: Context) -> Iterator[Violation]:
+    """Checks that a backends module rebinds no attribute of another module while it is imported.
+
+    A statement that runs when the module is imported (its top level, and the `if`, `try` and `with` blocks there)
+    and assigns to an attribute or item of an imported module (`torch.compile = ...`, `triton.autotune = ...`,
+    `os.environ['X'] = ...`), calls `setattr` on one, or updates `os.environ` is reported.
+
+    Importing a backends package happens for every user of the op, whichever backend serves the call, and often
+    before the user has chosen a platform: a backend that replaces `torch.compile` or an environment variable there
+    changes the program for everyone, on every platform its condition lets through, and no test of the op notices.
+    Upstream's dispatch guide: "Do not add import-time side effects in backend packages beyond registering backends."
+
+    Example: at the top of `fla/modules/backends/triton_ascend/__init__.py`, `if IS_NPU:` followed by a wrapper of
+    `torch.compile` and `torch.compile = _torch_compile`.
+
+    Instead: keep `torch.compile` as it is, and leave the one function out of compilation where it is defined
+    (`@torch.compiler.disable`), or in the backend's method that runs it.
+    """
+    for source in _backend_sources(context):
+        imported = _imported_names(source.tree)
+        for statement in _top_level_statements(source.tree.body):
+            for node, name in _rebound(statement, imported):
+                yield Violation(source.path, node.lineno, f'`{name}` is changed when the backend is imported, for every '
+                                                          'user of the op', column=node.col_offset)

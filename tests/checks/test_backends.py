@@ -153,8 +153,9 @@ def test_verifier_signature_mismatch_is_reported_at_the_def_line(repo, parameter
     assert message in report.findings[0].message
 
 
-@pytest.mark.parametrize('parameters', ['x, *args, **kwargs', 'x, factor=2, *args, **kwargs'])
+@pytest.mark.parametrize('parameters', ['x, *args, **kwargs', 'x, factor=2, *args, **kwargs', '*args, **kwargs'])
 def test_verifier_passing_the_rest_through_is_accepted_where_the_repository_allows_it(repo, parameters):
+    # upstream writes whole backends with verifiers of `(*args, **kwargs)` alone, which is its pass-through form too
     repo.commit({PUBLIC: _code(DISPATCHED)})
     repo.write({BACKENDS: _verifier_backend(parameters)})
     assert [f.rule for f in repo.check('BKD002').findings] == ['BKD002']
@@ -383,3 +384,38 @@ def test_an_old_untested_reason_in_a_touched_backend_is_not_reported(repo):
     repo.commit({BACKENDS: _backend(REJECTIONS)})
     repo.write({BACKENDS: _backend(REJECTIONS) + '\nSCALE = 2\n'})
     assert repo.check('BKD005').findings == ()
+
+
+def test_a_backend_that_rebinds_another_modules_attribute_when_imported_is_reported_where_it_does(repo):
+    # upstream's Ascend backend replaced torch.compile for every user of the op the moment its package was imported
+    rebinding = textwrap.dedent("""
+        import os
+
+        import torch
+
+        from fla.ops.backends import BaseBackend
+        from fla.utils import IS_NPU
+
+        if IS_NPU:
+            _compile = torch.compile
+
+            def _compile_but_one(fn=None, /, **kwargs):
+                return fn if fn is not None and fn.__name__ == 'loss' else _compile(fn, **kwargs)
+
+            torch.compile = _compile_but_one
+        os.environ['FLA_FAST'] = '1'
+
+
+        class Fast(BaseBackend):
+            backend_type = 'fast'
+
+
+        Fast.priority = 1
+    """)
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({BACKENDS: _code(rebinding)})
+    assert _located(repo.check('BKD006')) == [('BKD006', BACKENDS, _line(rebinding, 'torch.compile = ')),
+                                              ('BKD006', BACKENDS, _line(rebinding, "os.environ['FLA_FAST']"))]
+    # the same work done where the backend runs changes nothing at import
+    repo.write({BACKENDS: GOOD_BACKEND})
+    assert repo.check('BKD006').findings == ()
