@@ -78,3 +78,17 @@ def test_direct_check_already_in_the_base_is_not_reported(repo):
     repo.commit({'tests/ops/test_demo.py': DIRECT})
     repo.write({'tests/ops/test_demo.py': DIRECT + '\n\ndef test_more():\n    assert True\n'})
     assert _where(repo.check('PLT001')) == []
+
+
+def test_a_test_pinning_a_platform_flag_to_the_raw_capability_is_not_reported(repo):
+    # upstream's: a test that asserts a flag of fla.utils matches the device's exact capability has the query as its
+    # subject; the skip that guards it goes through the flag, as it should
+    repo.commit({'README.md': 'demo\n'})
+    pinned = ("import pytest\nimport torch\n\nfrom fla.utils import IS_NVIDIA_HOPPER\n\n\n"
+              "@pytest.mark.skipif(not IS_NVIDIA_HOPPER, reason='the flag is set on Hopper alone')\n"
+              "def test_the_hopper_flag_is_the_exact_capability():\n"
+              "    assert torch.cuda.get_device_capability()[0] == 9\n\n\n"
+              "def test_op():\n    if torch.cuda.get_device_capability()[0] == 9:\n        assert True\n")
+    repo.write({'tests/ops/test_demo.py': pinned})
+    assert [f.line for f in repo.check('PLT001').findings] == [pinned.splitlines().index(
+        '    if torch.cuda.get_device_capability()[0] == 9:') + 1]
