@@ -52,7 +52,9 @@ def evaluate(change: ChangeSet, workspace: Workspace, rules: list[Rule],
     for rule in rules:
         for violation in rule.check(context):
             rule_id = f'{rule.id}:{violation.code}' if violation.code else rule.id
-            severity = config.severity(rule_id, violation.path, violation.severity or rule.severity)
+            # a rule off unless a repository turns it on stays off whatever its findings say
+            default = rule.severity if rule.severity == OFF else violation.severity or rule.severity
+            severity = config.severity(rule_id, violation.path, default)
             if severity == OFF:
                 continue
             finding = Finding(rule_id, severity, violation.path, violation.line, violation.message, rule.hint,

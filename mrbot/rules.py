@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from mrbot.config import Config
+from mrbot.config import OFF, Config
 from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError
 
 if TYPE_CHECKING:
@@ -78,9 +78,9 @@ _REGISTRY: dict[str, Rule] = {}
 def rule(
     id: str, title: str, severity: str, hint: str, scope: str = 'lines', fix: Callable[[str, Config], str] | None = None
 ) -> Callable[[Callable], Callable]:
-    """Register the decorated function as rule `id`."""
-    if severity not in SEVERITIES or scope not in SCOPES:
-        raise ValueError(f'rule {id}: severity must be one of {SEVERITIES} and scope one of {SCOPES}')
+    """Register the decorated function as rule `id`; a `severity` of 'off' makes it one a repository turns on."""
+    if severity not in (*SEVERITIES, OFF) or scope not in SCOPES:
+        raise ValueError(f'rule {id}: severity must be one of {(*SEVERITIES, OFF)} and scope one of {SCOPES}')
 
     def register(check: Callable[[Context], Iterable[Violation]]) -> Callable:
         if id in _REGISTRY:
