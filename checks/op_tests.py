@@ -112,8 +112,9 @@ def tests_follow_code(context: Context) -> Iterator[Violation]:
     Kernels are only as correct as the tests that compare them with their reference; a change that leaves every test
     untouched either relies on existing coverage (say so in the Test plan) or ships an untested path. A new op without
     any test is an error, an edit of an existing op or module a warning. Shared code is tested through the ops that use
-    it: any test that reaches the changed file through the import graph counts (platform backends under `backends/`
-    are left to their own platforms' tests).
+    it: any test that reaches the changed file through the import graph counts, and so do the tests of the ops that
+    dispatch to a platform backend of it (`ops/common/backends/`): a backend rewritten with no test changed is as
+    untested as the kernel it stands in for.
 
     Example: a change that adds `fla/ops/kda/chunk.py` and `fla/ops/kda/__init__.py` and nothing under `tests/`.
 
@@ -142,10 +143,11 @@ def tests_follow_code(context: Context) -> Iterator[Violation]:
 
 
 def _untested_shared_code(context: Context, changed_tests: set[str]) -> Iterator[Violation]:
-    """A code change under `ops/common/` or `ops/utils/` that changes none of the tests reaching it."""
+    """A code change under `ops/common/` or `ops/utils/` (their backends included) that changes none of the tests
+    reaching it."""
     config = context.config
-    shared = [f.path for f in context.change.files if f.path.endswith('.py') and f.changes_code and '/backends/' not in
-              f.path and any(_folder(f.path, config.source_roots, f'ops/{folder}') for folder in ('common', 'utils'))]
+    shared = [f.path for f in context.change.files if f.path.endswith('.py') and f.changes_code
+              and any(_folder(f.path, config.source_roots, f'ops/{folder}') for folder in ('common', 'utils'))]
     for path in shared:
         reaching = [t.test for t in select(context.workspace, [path]).tests]
         # a change no test reaches at all is SEL001's finding

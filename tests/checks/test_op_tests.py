@@ -78,6 +78,23 @@ def test_shared_code_needs_a_change_to_one_of_the_tests_that_reach_it(repo):
     assert repo.check('TST001').findings == ()
 
 
+def test_a_platform_backend_of_shared_kernels_rewritten_with_no_test_changed_is_reported(repo):
+    # upstream rewrote kernels under ops/common/backends/ with no test changed, and TST001 passed them by
+    backend = ('from fla.ops.common.program import program\n\n\nclass AscendBackend:\n'
+               '    def program(self, x):\n        return x\n')
+    shared = {**SIMPLE_GLA, 'fla/ops/simple_gla/chunk.py': 'from fla.ops.common.program import program\n' + KERNEL,
+              'fla/ops/common/program.py': 'from fla.ops.backends import dispatch\n\n\n@dispatch("common")\n'
+                                           'def program(x):\n    return x\n',
+              'fla/ops/common/backends/__init__.py': 'from .ascend import AscendBackend\n',
+              'fla/ops/common/backends/ascend.py': backend,
+              'fla/ops/backends/__init__.py': 'def dispatch(op, module=None):\n    return lambda f: f\n',
+              'tests/ops/test_simple_gla.py': 'from fla.ops.simple_gla import chunk_op\n',
+              'pyproject.toml': '[tool.mrbot]\nglobal-paths = []\n'}
+    repo.commit(shared)
+    repo.write({'fla/ops/common/backends/ascend.py': backend.replace('return x', 'return x + 0')})
+    assert _where(repo.check('TST001')) == [('TST001', 'warning', 'fla/ops/common/backends/ascend.py', 0)]
+
+
 def test_new_op_without_naive_reference(repo):
     repo.commit(SIMPLE_GLA)
     repo.write({'fla/ops/kda/__init__.py': '', 'fla/ops/kda/chunk.py': KERNEL})
