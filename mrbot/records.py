@@ -206,6 +206,29 @@ def _inert_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         isinstance(inner, (ast.Call, ast.NamedExpr)) for part in evaluated if part is not None for inner in ast.walk(part))
 
 
+_TOP_LEVEL_ASSIGNMENT = re.compile(r'[A-Za-z_][\w, ]*(?::[^=]*)?=(?!=)')
+
+
+def _constant(statement: ast.stmt) -> bool:
+    """Whether a top-level statement binds names to a value computed without a call (`BT = 64`, `SIZES = (16, 32)`,
+    `DTYPE = torch.float16`): rebinding it changes what reads it, and nothing else."""
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets, value = [statement.target], statement.value
+    else:
+        return False
+    names = all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Load, ast.Store))
+                for target in targets for n in ast.walk(target))
+    return names and not any(isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+                             for n in ast.walk(value))
+
+
+def _statement_start(lines: list[str], number: int) -> str:
+    """The line that starts the top-level statement holding line `number` (1-based): the nearest one at column 0."""
+    return next((line for line in reversed(lines[:number]) if line[:1].strip() and not line.startswith('#')), '')
+
+
 def parse_versions(base_text: str, text: str) -> tuple[ast.Module, ast.Module] | None:
     """The syntax trees of two versions of a Python file, or None when one does not parse."""
     try:
@@ -285,6 +308,27 @@ class ChangedFile:
         if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
             return None
         return parse_versions(self.base_text, self.text)
+
+    @cached_property
+    def rebound_constants(self) -> frozenset[str]:
+        """Module-level names of a modified Python file whose binding the change alters, where every such name is
+        bound, in each version that has it, by one constant assignment (see `_constant`) and nothing else changed;
+        empty otherwise."""
+        if self.status != 'modified' or not self.path.endswith('.py') or self.text is None or self.base_text is None:
+            return frozenset()
+        lines = self.text.splitlines()
+        # the cheap test first: an altered constant puts an added line inside a top-level assignment
+        if not any(_TOP_LEVEL_ASSIGNMENT.match(_statement_start(lines, n)) for n in self.added_lines if n <= len(lines)):
+            return frozenset()
+        if self.trees is None:
+            return frozenset()
+        (old, old_effects, _), (new, new_effects, _) = (
+            _definitions(tree, version, False) for tree, version in zip(self.trees, (self.base_text, self.text), strict=True))
+        rebound = {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
+        bindings = [version.get(name, []) for name in rebound for version in (old, new)]
+        constant = all(len(binding) <= 1 and all(isinstance(entry, _Statement) and _constant(entry.statement)
+                                                 for entry in binding) for binding in bindings)
+        return frozenset(rebound) if constant and old_effects == new_effects else frozenset()
 
     @cached_property
     def new_functions(self) -> frozenset[str]:

@@ -494,13 +494,16 @@ def confined_names(file: ChangedFile, graph: Graph) -> frozenset[str] | None:
 
     A package `__init__.py` is run on the way by every importer of its package, so a new re-export would otherwise
     select them all; a module that only gains new functions changes nothing its other names do until something calls
-    them. Any other change of a module counts whole, a change of its comments too, as upstream's selector assumes: a
-    module's names share its state, which a function may change for all of them.
+    them; a module that only rebinds constants (`BT = 64` to `BT = 128`) changes the names that read them, in the
+    module or through an import, and no other. Any other change of a module counts whole, a change of its comments
+    too, as upstream's selector assumes: a module's names share its state, which a function may change for all of them.
     """
     if file.path.endswith('/__init__.py'):
         names = file.altered_names
         return names if names is not None and not _imports_code(file, graph) else None
-    # the cheap test first: most changes add no function, and comparing every definition costs more
+    # the cheap tests first: most changes add no function and rebind no constant, and comparing definitions costs more
+    if file.rebound_constants:
+        return file.altered_names
     if not file.new_functions:
         return None
     names = file.altered_names

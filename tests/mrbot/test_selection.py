@@ -354,3 +354,43 @@ def test_a_new_function_whose_def_runs_code_counts_as_a_change_of_its_module(rep
     repo.commit({'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\nglobal-paths = []\n', 'pkg/__init__.py': '',
                  'pkg/a.py': module, 'tests/test_f.py': 'from pkg.a import f\n'})
     assert _selected_by_change(repo, {'pkg/a.py': module + '\n\n' + added}) == ['tests/test_f.py']
+
+
+# a shared device-helper module: constants, a helper reading one of them, and kernels taking different names
+HELPERS = {
+    'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\nglobal-paths = []\n',
+    'pkg/__init__.py': '',
+    'pkg/common.py': ('import torch\n\nBT = 64\nSCALES = (\n    1.0,\n    0.5,\n)\nDTYPE = torch.float16\n\n\n'
+                      'def tile(x):\n    return x[:BT]\n'),
+    'pkg/chunk.py': 'from pkg.common import tile\n',
+    'pkg/scaled.py': 'from pkg.common import SCALES\n',
+    'pkg/typed.py': 'from pkg.common import DTYPE\n',
+    'pkg/whole.py': 'import pkg.common\n',
+    'tests/test_chunk.py': 'from pkg.chunk import tile\n',
+    'tests/test_scaled.py': 'from pkg.scaled import SCALES\n',
+    'tests/test_typed.py': 'from pkg.typed import DTYPE\n',
+    'tests/test_whole.py': 'import pkg.whole\n',
+}
+
+
+@pytest.mark.parametrize('old, new, selected', [
+    ('BT = 64', 'BT = 128', ['tests/test_chunk.py', 'tests/test_whole.py']),
+    ('    0.5,\n', '    0.25,\n', ['tests/test_scaled.py', 'tests/test_whole.py']),
+    ('DTYPE = torch.float16', 'DTYPE = torch.bfloat16', ['tests/test_typed.py', 'tests/test_whole.py']),
+], ids=['read by a helper', 'inside a multi-line tuple', 'an attribute'])
+def test_a_rebound_constant_selects_only_the_tests_of_the_names_that_read_it(repo, old, new, selected):
+    repo.commit(HELPERS)
+    assert _selected_by_change(repo, {'pkg/common.py': HELPERS['pkg/common.py'].replace(old, new)}) == selected
+
+
+@pytest.mark.parametrize('old, new', [
+    ('BT = 64', 'BT = int("64")'),
+    ('BT = 64', 'BT = 128\nBT = BT // 2'),
+    ('return x[:BT]', 'return x[:BT - 1]'),
+    ('import torch\n', 'import torch\ntorch.manual_seed(0)\n'),
+], ids=['computed by a call', 'bound twice', 'with a function edited', 'with a statement that runs code'])
+def test_a_constant_change_that_does_more_counts_as_a_change_of_its_module(repo, old, new):
+    repo.commit(HELPERS)
+    changed = HELPERS['pkg/common.py'].replace(old, new).replace('BT = 64', 'BT = 32')
+    assert _selected_by_change(repo, {'pkg/common.py': changed}) == [
+        'tests/test_chunk.py', 'tests/test_scaled.py', 'tests/test_typed.py', 'tests/test_whole.py']
