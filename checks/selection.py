@@ -29,9 +29,12 @@ def unreached_change(context: Context) -> Iterator[Violation]:
     selection = select_change(context.workspace, context.change)
     for path in selection.unselected:
         file = context.change.file(path)
-        added = confined_names(file, context.workspace.graph) if file is not None else None
-        if added:
-            yield Violation(path, 0, f"no test uses what this change adds here ({', '.join(sorted(added))}), directly "
-                                     'or through other modules')
+        # a module the change deletes, or renames away, is one no test can import any more
+        if file is None or file.status == 'deleted':
+            continue
+        names = confined_names(file, context.workspace.graph)
+        if names:
+            yield Violation(path, 0, f"no test uses what this change alters here ({', '.join(sorted(names))}), "
+                                     'directly or through other modules')
         else:
             yield Violation(path, 0, 'no test imports this file, directly or through other modules')

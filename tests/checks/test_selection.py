@@ -25,7 +25,7 @@ def test_a_function_added_that_no_test_uses_is_reported_by_name(repo):
     repo.commit({'fla/__init__.py': HEADER, 'fla/used.py': used, 'tests/test_used.py': HEADER + 'from fla.used import old\n'})
     repo.write({'fla/used.py': used + '\n\ndef new(x):\n    return -x\n'})
     assert [f.message for f in repo.check('SEL001').findings] == [
-        'no test uses what this change adds here (new), directly or through other modules']
+        'no test uses what this change alters here (new), directly or through other modules']
     repo.write({'tests/test_used.py': HEADER + 'from fla.used import new, old\n'})
     assert repo.check('SEL001').findings == ()
 
@@ -34,4 +34,13 @@ def test_a_re_export_no_test_takes_by_name_is_still_run_by_every_importer(repo):
     repo.commit({'fla/__init__.py': HEADER, 'fla/ops.py': HEADER + 'def a(x):\n    return x\n\n\ndef b(x):\n    return x\n',
                  'tests/test_a.py': HEADER + 'from fla import a\n'})
     repo.write({'fla/__init__.py': HEADER + 'from fla.ops import b\n'})
+    assert repo.check('SEL001').findings == ()
+
+
+def test_a_module_renamed_or_deleted_is_not_reported_under_its_old_path(repo):
+    body = HEADER + 'def f(x):\n    return x\n' + ''.join(f'\n\ndef g{n}(x):\n    return x + {n}\n' for n in range(8))
+    repo.commit({'fla/__init__.py': HEADER, 'fla/old.py': body, 'fla/gone.py': HEADER + 'x = 1\n',
+                 'tests/test_f.py': HEADER + 'from fla.old import f\n'})
+    repo.write({'fla/old.py': None, 'fla/gone.py': None, 'fla/new.py': body,
+                'tests/test_f.py': HEADER + 'from fla.new import f\n'})
     assert repo.check('SEL001').findings == ()
