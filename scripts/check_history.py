@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Run `mrbot check` over every commit of a repository against its parent and audit what it reports.
 
-Usage: python scripts/check_history.py [REPO] [--last N] [--path PATH]
+Usage: python scripts/check_history.py [REPO] [--last N] [--path PATH] [--findings FILE]
 
-Every finding must belong to its commit: the commit as a whole (its message, or a rule about the whole change such as
+`--findings` writes every finding, one JSON object a line, with the commit it was made on.
+
+The checkout is moved to each commit in turn, so rules that read the rest of the repository (the tests, the import
+graph) see it as the commit left it, and moved back to where it was at the end. Every finding must belong to its
+commit: the commit as a whole (its message, or a rule about the whole change such as
 a missing test), a file the commit added, or a line the commit added.
 A finding on a line or file the commit did not add is counted as "not introduced"; the script exits 1 if any is.
 """
@@ -12,6 +16,7 @@ A finding on a line or file the commit did not add is counted as "not introduced
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -25,6 +30,10 @@ from mrbot.check import evaluate  # noqa: E402
 from mrbot.records import ChangeSet, Finding  # noqa: E402
 from mrbot.rules import all_rules  # noqa: E402
 from mrbot.workspace import Workspace  # noqa: E402
+
+
+def _git(root: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(['git', *args], cwd=root, capture_output=True, text=True, check=check).stdout.strip()
 
 
 def introduced(change: ChangeSet, finding: Finding, scope: str) -> bool:
@@ -46,30 +55,42 @@ def main() -> int:
     parser.add_argument('repo', nargs='?', default='.')
     parser.add_argument('--last', type=int, help='only the newest N commits')
     parser.add_argument('--path', help='only commits that touch this path, e.g. fla/')
+    parser.add_argument('--findings', type=Path, help='write every finding here as JSON lines')
     args = parser.parse_args()
     root = git.repo_root(Path(args.repo).resolve())
-    workspace, rules = Workspace.load(root), all_rules()
-    config = workspace.config
+    if _git(root, 'status', '--porcelain', '--untracked-files=no'):
+        raise SystemExit(f'{root}: the checkout has changes; the script moves it from commit to commit')
+    rules = all_rules()
     scopes = {r.id: r.scope for r in rules}
-    shas = subprocess.run(['git', 'rev-list', '--reverse', '--no-merges', 'HEAD', '--', args.path or '.'], cwd=root,
-                          capture_output=True, text=True, check=True).stdout.split()
+    shas = _git(root, 'rev-list', '--reverse', '--no-merges', 'HEAD', '--', args.path or '.').split()
     shas = shas[-args.last:] if args.last else shas
+    start = _git(root, 'symbolic-ref', '--quiet', '--short', 'HEAD', check=False) or _git(root, 'rev-parse', 'HEAD')
     counts, strays, failing, started = Counter(), [], [], time.perf_counter()
-    for sha in shas:
-        parent = subprocess.run(['git', 'rev-parse', '--verify', '--quiet', f'{sha}^'], cwd=root, capture_output=True,
-                                text=True).stdout.strip()
-        if not parent:
-            continue
-        change = git.changeset(root, parent, sha, max_bytes=config.max_file_bytes)
-        report = evaluate(change, workspace, rules)
-        if any(finding.severity == 'error' for finding in report.findings):
-            failing.append(sha[:10])
-        for finding in report.findings:
-            counts[finding.rule] += 1
-            where = f'{finding.path}:{finding.line}' if finding.path else 'commit message'
-            print(f'{sha[:10]} {finding.severity:<7} {finding.rule:<14} {where} {finding.message[:100]}')
-            if not introduced(change, finding, scopes[finding.rule.split(':')[0]]):
-                strays.append((sha, finding))
+    findings = args.findings.open('w', encoding='utf-8') if args.findings else None
+    try:
+        for sha in shas:
+            parent = subprocess.run(['git', 'rev-parse', '--verify', '--quiet', f'{sha}^'], cwd=root,
+                                    capture_output=True, text=True).stdout.strip()
+            if not parent:
+                continue
+            _git(root, 'checkout', '--quiet', '--detach', sha)
+            workspace = Workspace.load(root)
+            change = git.changeset(root, parent, sha, max_bytes=workspace.config.max_file_bytes)
+            report = evaluate(change, workspace, rules)
+            if any(finding.severity == 'error' for finding in report.findings):
+                failing.append(sha[:10])
+            for finding in report.findings:
+                counts[finding.rule] += 1
+                where = f'{finding.path}:{finding.line}' if finding.path else 'commit message'
+                print(f'{sha[:10]} {finding.severity:<7} {finding.rule:<14} {where} {finding.message[:100]}')
+                if findings:
+                    findings.write(json.dumps({'commit': sha, **finding.to_json()}) + '\n')
+                if not introduced(change, finding, scopes[finding.rule.split(':')[0]]):
+                    strays.append((sha, finding))
+    finally:
+        _git(root, 'checkout', '--quiet', start)
+        if findings:
+            findings.close()
     elapsed = time.perf_counter() - started
     print(f'{len(shas)} commits in {elapsed:.1f} s; {sum(counts.values())} findings '
           f'({", ".join(f"{rule} {n}" for rule, n in counts.most_common()) or "none"}); '
