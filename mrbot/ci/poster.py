@@ -96,9 +96,9 @@ def _bounded(check: dict) -> tuple[list[Annotation], str]:
 
 def withheld_check(forge: Forge, artifact: dict, default_branch: str) -> Withheld | None:
     """Why the report `artifact` may not publish its check run on its commit, or None. Decided from the commit itself:
-    the open PRs it heads (a check run belongs to the commit, and shows on each of them: the one PR among them into
-    `default_branch` carries it, else a failing check stands for all), and the files it changes against its merge
-    base with the PR's base branch (a push after the report changes nothing here)."""
+    the open PRs it heads (a check run belongs to the commit, and shows on each of them: where one author opened them
+    all, the one PR among them into `default_branch` carries it, else a failing check stands for all), and the files
+    it changes against its merge base with the PR's base branch (a push after the report changes nothing here)."""
     pr, sha = artifact['pr'], artifact['sha']
     pull = forge.get_pull(pr)
     if pull.state != 'open':
@@ -108,9 +108,10 @@ def withheld_check(forge: Forge, artifact: dict, default_branch: str) -> Withhel
     except MrbotError as error:
         return Withheld(f'the other pull requests it may head cannot all be read ({error})', failing=True)
     if len(sharing) > 1:
-        # one branch may be asked into several bases: the PR into the default branch is the one its check is for
+        # one author may ask a branch into several bases: the PR into the default branch is the one its check is for;
+        # anyone else may open a PR with that head, whose grading must not stand for the author's
         owners = [each for each in sharing if each.base_branch == default_branch]
-        if len(owners) != 1:
+        if len(owners) != 1 or len({each.author for each in sharing}) != 1 or not owners[0].author:
             return Withheld(f"{sha[:12]} is the head of #{' and #'.join(str(each.number) for each in sharing)}",
                             failing=True)
         if owners[0].number != pr:

@@ -177,7 +177,8 @@ class GitLab:
                            body=merge_request.description or '', head_branch=merge_request.source_branch,
                            head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft,
                            state=_STATES[merge_request.state], head_repo=self._source_project(merge_request),
-                           updated_at=utc_timestamp(merge_request.updated_at))
+                           updated_at=utc_timestamp(merge_request.updated_at),
+                           author=(merge_request.author or {}).get('username', ''))
 
     def running_job(self, job_token: str) -> RunningJob:
         """The CI job `job_token` (its CI_JOB_TOKEN) belongs to, as GitLab records it: whoever runs a job may set its

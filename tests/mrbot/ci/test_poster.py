@@ -149,9 +149,8 @@ def test_the_reason_a_check_run_is_withheld_comes_before_a_body_that_could_fold_
     assert report.splitlines()[1].startswith('_No check run of this report: it changes files under .github/')
 
 
-def test_a_branch_asked_into_another_base_as_well_leaves_the_check_to_its_pr_into_the_default_branch(bot, capsys):
-    # anyone may open a PR from a victim's branch into another base: it follows every push of the victim's, and the
-    # victim's check must not fail for it
+def test_a_branch_its_author_asks_into_another_base_leaves_the_check_to_its_pr_into_the_default_branch(bot, capsys):
+    # a backport: the author's own second PR of the branch follows every push, and must not fail the first one's check
     copy = bot.server.open_pull('topic', title='[Misc] Into release', body='')
     bot.server.branches['release'] = bot.base
     bot.server.pulls[copy]['base'] = 'release'
@@ -171,6 +170,29 @@ def test_a_branch_asked_into_another_base_as_well_leaves_the_check_to_its_pr_int
     assert (f'no check run of the report on #{copy}: {bot.head[:12]} is also the head of #{bot.number}, into main, '
             'whose check it carries') in capsys.readouterr().err
     assert len(bot.server.check_runs) == 1
+
+
+def test_a_copy_by_another_author_into_the_default_branch_does_not_carry_the_check_of_a_pr_into_another_base(bot):
+    # the victim asks into `release` and fails its own check; a stranger's PR of the victim's branch into main, titled
+    # as they like, must not become the only check on the victim's head
+    bot.head = bot.repo.commit({'pkg/shift.py': bot.repo.HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Header')
+    bot.server.branches['topic'] = bot.head
+    bot.server.branches['release'] = bot.base
+    victim = bot.number
+    bot.server.pulls[victim].update(base='release', title='shift things')
+    copy = bot.server.open_pull('topic', title='[Ops] Add shift', body=bot.pull_request_payload()['pull_request']['body'],
+                                author='mallory')
+    mine, theirs = bot.tmp / 'victim', bot.tmp / 'copy'
+    payload = bot.pull_request_payload(title='shift things')
+    payload['pull_request']['base']['ref'] = 'release'
+    bot.act('pull_request', payload, '--artifact', str(mine))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9501, bot.head, [victim]), '--artifact', str(mine))[0] == 0
+    payload = bot.pull_request_payload()
+    payload['number'] = payload['pull_request']['number'] = copy
+    bot.act('pull_request', payload, '--artifact', str(theirs))
+    assert bot.act('workflow_run', bot.workflow_run_payload(9502, bot.head, [copy]), '--artifact', str(theirs))[0] == 0
+    assert [(run['head_sha'] == bot.head, run['conclusion'], run['output']['title']) for run in bot.server.check_runs] == [
+        (True, 'failure', 'Several open pull requests share this commit')] * 2
 
 
 def test_a_check_published_while_the_pr_was_edited_is_taken_back(bot):
