@@ -304,11 +304,19 @@ def markers(bodies: Iterable[str], kind: str, seal: Seal | None) -> list[dict]:
     return list(found.values())
 
 
-def _age_s(at: str, now: datetime.datetime) -> float:
+# How far after a job's start another job answering a command at the same time may date its marker: both authorize
+# jobs run on the forge's own machines within minutes of each other.
+_AHEAD_S = 900
+
+
+def _age_s(at: str, now: datetime.datetime) -> float | None:
+    """How long before `now` a marker was made: 0 for one made up to `_AHEAD_S` after `now`, None for one made later
+    (not the bot's), infinity for one without a date."""
     try:
-        return (now - datetime.datetime.fromisoformat(at)).total_seconds()
+        age = (now - datetime.datetime.fromisoformat(at)).total_seconds()
     except (TypeError, ValueError):
         return float('inf')
+    return None if age < -_AHEAD_S else max(age, 0.0)
 
 
 def permitted(user: str, association: str, permission: str, config: Config) -> Decision:
@@ -328,21 +336,21 @@ def authorize(user: str, association: str, permission: str, bot_bodies: list[str
 
     `bot_bodies` are the bodies of the bot's own comments on the PR; their markers (signed with `seal`, where there
     is one) give the user's last accepted job (cooldown) and the jobs accepted but not yet done (queue), one per
-    runner class. A marker dated in the future is
-    not one the bot wrote, and is ignored. The jobs GitLab runs for `note`, one per runner class, are one command: one
-    of them starts no cooldown for the others.
+    runner class. A marker dated up to `_AHEAD_S` after `now` is another job's that started after this one and replied
+    first, and counts as made now; one dated later is not the bot's, and is ignored. The jobs GitLab runs for `note`,
+    one per runner class, are one command: one of them starts no cooldown for the others.
     """
     decision = permitted(user, association, permission, config)
     if not decision.allowed:
         return decision
-    accepted = [m for m in markers(bot_bodies, 'accepted', seal) if _age_s(m.get('at'), now) >= 0]
+    accepted = [(m, age) for m in markers(bot_bodies, 'accepted', seal) if (age := _age_s(m.get('at'), now)) is not None]
     done = {str(m.get('run')) for m in markers(bot_bodies, 'done', seal)}
-    mine = [_age_s(m.get('at'), now) for m in accepted if m.get('user') == user and (note is None or m.get('note') != note)]
+    mine = [age for m, age in accepted if m.get('user') == user and (note is None or m.get('note') != note)]
     if mine and min(mine) < config.command_cooldown_s:
         wait = int(config.command_cooldown_s - min(mine)) + 1
         return Decision(False, f'@{user} started a job {int(min(mine))} s ago; try again in {wait} s')
-    queued = sum(len(m.get('runners') or [None]) for m in accepted if str(m.get('run')) not in done
-                 and _age_s(m.get('at'), now) < config.command_job_hours * 3600)
+    queued = sum(len(m.get('runners') or [None]) for m, age in accepted if str(m.get('run')) not in done
+                 and age < config.command_job_hours * 3600)
     if queued + jobs > config.command_queue_limit:
         return Decision(False, f'this PR has {queued} GPU jobs queued and this asks for {jobs} more (the limit is '
                                f'{config.command_queue_limit}); wait for their results')

@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mrbot import commands
 from mrbot.bench.specs import OpSpec
@@ -185,7 +185,9 @@ def _askers(forge: Forge, request: Request) -> list[tuple[str, str, str]]:
 def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime,
            seal: commands.Seal | None) -> Answer:
     """`given`, an answer posted as comment `reply`, held again to the bot's comments before it: two commands answered
-    at once each counted without the other's acceptance, and the later reply yields, edited into a refusal."""
+    at once each counted without the other's acceptance, and the later reply yields, edited into a refusal. The
+    refusal marks its own run done: the accepted marker it replaces stays in the comment's edit history, and a copy of
+    it must not hold the queue."""
     if not given.runners:
         return given
     earlier = [note.body for note in forge.comments(request.number) if note.by_bot and note.id < reply]
@@ -193,8 +195,10 @@ def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Co
     if decision.allowed:
         return given
     refused = _refusal(given.command, decision)
-    forge.edit_comment(request.number, reply, refused.reply)
-    return refused
+    runs = [str(m.get('run')) for m in commands.markers([given.reply], 'accepted', seal)]
+    body = '\n'.join([refused.reply, *(commands.marker('done', seal, run=run) for run in runs)]) + '\n'
+    forge.edit_comment(request.number, reply, body)
+    return replace(refused, reply=body)
 
 
 def deliver(forge: Forge, number: int, comment_id: int | None, given: Answer) -> int:

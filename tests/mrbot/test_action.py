@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -753,6 +754,21 @@ def test_of_two_commands_answered_at_once_the_later_yields(bot, monkeypatch):
     replies = [body for author, body in bot.server.comments_on(bot.number) if author == 'github-actions[bot]']
     assert replies[0].startswith('Accepted from @alice') and replies[1].startswith('Not running `/bench scale')
     assert 'try again in' in replies[1] and commands.markers(replies[1:], 'accepted', bot.seal) == []
+    # the accepted marker it replaced stays in the edit history: a copy of it finds its run done
+    assert [m['run'] for m in commands.markers(replies[1:], 'done', bot.seal)] == ['702']
+
+
+def test_of_two_commands_at_once_the_one_that_started_first_and_replied_last_yields(bot, monkeypatch):
+    # the first job to start is the last to reply: the other's marker is dated after this job's start, and is counted
+    monkeypatch.setattr(github, 'bot_bodies', lambda notes: [])
+    start = datetime.datetime.now(datetime.timezone.utc)
+    clock = types.SimpleNamespace(datetime=types.SimpleNamespace(now=lambda tz=None: start), timezone=datetime.timezone)
+    monkeypatch.setattr(github, 'datetime', clock)
+    clock.datetime.now = lambda tz=None: start + datetime.timedelta(seconds=5)
+    _, first, _ = bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), run_id=701)
+    clock.datetime.now = lambda tz=None: start
+    _, second, _ = bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), run_id=702)
+    assert (first['authorized'], second['authorized']) == ('true', 'false')
 
 
 @pytest.mark.parametrize(('kind', 'args', 'expected'), [
