@@ -26,14 +26,15 @@ _PROGRAM_ID_BITS = (
     (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), 20),
 )
 _PROGRAM_ID_DEFAULT_BITS = 22
-# How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts,
-# feature sizes, head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in parts,
-# sequence lengths, token offsets; a stride, or a runtime name not listed, can be anything. A compile-time parameter
-# not listed is taken for a feature size.
+# How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts, the
+# feature sizes of a head (at most 1024), other feature sizes (a model's width), head counts, batch and sequence
+# counts, chunk counts, the offsets of a grid launched in parts, sequence lengths, token offsets; a stride, or a
+# runtime name not listed, can be anything. A compile-time parameter not listed is taken for a feature size.
 _SIZE_BITS = (
     (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
     (re.compile(r'^N[KV]$'), 4),
-    (re.compile(r'^(?:K|V|D|W|DK|DV|HD|HEAD_DIM)$'), 13),
+    (re.compile(r'^(?:K|V|DK|DV|HD|HEAD_DIM)$'), 10),
+    (re.compile(r'^(?:D|W)$'), 13),
     (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), 8),
     (re.compile(r'^(?:B|N|NB)$'), 14),
     (re.compile(r'^(?:NT|NC|NS)$'), 20),
@@ -390,13 +391,13 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and arithmetic holding them are int64, as Triton promotes int32 with int64.
     Each value is bounded by what it counts, read from its name: a program id over feature blocks (`i_k`) takes
     about 4 bits, a head (`i_h`, `pid_h`) 8, a batch row or sequence (`i_b`, `i_n`) 14, a chunk (`i_t`) 20, batch
-    times heads (`i_bh`, `i_nh`) or any other program id 22; a block size (`BT`) 8, a feature size (`K`, `V`, `D`)
-    13, a head count (`H`) 8, a batch or sequence count (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length
-    (`T`) 24, a token offset (`bos`, `all`) 26; a batch row times a sequence length is a token offset too, and batch
-    times heads times the chunks of a sequence (`i_bh * NT`) 30 bits. A stride or a name not listed can be anything.
-    A product is reported where its factors can reach 31 bits together; once per offset expression (the first
-    product of it that can pass 2**31), as the products around it go on from the same value. Comparisons make masks,
-    not addresses, and values read with `tl.load` are data, not indices.
+    times heads (`i_bh`, `i_nh`) or any other program id 22; a block size (`BT`) 8, a head's feature size (`K`, `V`)
+    10, a model's width (`D`) 13, a head count (`H`) 8, a batch or sequence count (`B`, `N`) 14, a chunk count
+    (`NT`) 20, a sequence length (`T`) 24, a token offset (`bos`, `all`) 26; a batch row times a sequence length is
+    a token offset too, and batch times heads times the chunks of a sequence (`i_bh * NT`) 30 bits. A stride or a
+    name not listed can be anything. A product is reported where its factors can reach 31 bits together; once per
+    offset expression (the first product of it that can pass 2**31), as the products around it go on from the same
+    value. Comparisons make masks, not addresses, and values read with `tl.load` are data, not indices.
 
     Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
     once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large

@@ -156,17 +156,19 @@ def test_program_id_product_already_in_the_base_is_not_reported(repo):
 @pytest.mark.parametrize('offset', [
     pytest.param('p_x = x + pid_h * D + tl.arange(0, BD)', id='head-times-feature-size'),
     pytest.param('p_x = x + i_h * K + o_k', id='head-index-times-key-size'),
+    pytest.param('p_x = x + i_h * K * V + o_k', id='head-index-times-state-size'),
     pytest.param('p_x = x + o_g[:, None] * K + o_k[None, :]', id='group-offsets-times-key-size'),
     pytest.param('p_x = x + (i_k * all + bos).to(tl.int64) * H * K', id='feature-tile-times-token-count'),
     pytest.param('p_x = x + (i_b * T).to(tl.int64) * H * K', id='batch-row-times-length-cast-after'),
 ])
 def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(repo, offset):
-    # upstream's false alarms: a head or a feature tile times a feature size, a group times a size, a batch row times
-    # a sequence length cast only afterwards: none can pass 2**31, whatever the tensors' sizes
+    # upstream's false alarms: a head or a feature tile times a feature size (a head's state: keys times values), a
+    # group times a size, a batch row times a sequence length cast only afterwards: none can pass 2**31, whatever the
+    # tensors' sizes
     assert _found(repo, _kernel(f'''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, T, all, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr, D: tl.constexpr,
-                            BD: tl.constexpr, BK: tl.constexpr):
+        def demo_fwd_kernel(x, T, all, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                            D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
             i_k, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // H, i_bh % H
             pid_h = tl.program_id(2)
