@@ -190,8 +190,14 @@ def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Co
     it must not hold the queue."""
     if not given.runners:
         return given
-    earlier = [note.body for note in forge.comments(request.number) if note.by_bot and note.id < reply]
-    decision = _admission(forge, request, given.runners, earlier, now, config, seal)
+    try:
+        earlier = [note.body for note in forge.comments(request.number) if note.by_bot and note.id < reply]
+        decision = _admission(forge, request, given.runners, earlier, now, config, seal)
+    except MrbotError as error:
+        # an accepted reply that nothing runs for would hold its queue slots until they expire
+        print(f'mrbot action: settling the reply: {error}', file=sys.stderr)
+        decision = commands.Decision(False, 'its acceptance could not be checked against the replies before it; '
+                                            'give the command again')
     if decision.allowed:
         return given
     refused = _refusal(given.command, decision)

@@ -98,6 +98,10 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     login, comment_id = user.text('login'), comment.integer('id')
     if user.data.get('type') == 'Bot':
         raise Ended(f'@{login} is a bot; bots do not give commands')
+    # a re-run keeps the run id that the first attempt's done marker names: its jobs would count in no queue
+    if environ.get('GITHUB_RUN_ATTEMPT', '1') != '1':
+        raise Ended(f"attempt {environ['GITHUB_RUN_ATTEMPT'][:12]!r} of a command's run: a re-run runs nothing, a new "
+                    'comment asks again')
     outputs = {'authorized': 'false', 'command': '', 'sha': '', 'runner': '', 'labels': '[]', 'args': '{}',
                'matrix': '[]', 'pr': str(number)}
     forge = ci_event.open_forge('github', event.repository, environ)

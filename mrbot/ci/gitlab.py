@@ -75,10 +75,11 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     """Act on this merge request pipeline: post the report, or answer and run a command."""
     if not environ.get('CI_PROJECT_PATH'):
         raise MrbotError('CI_PROJECT_PATH is not set: mrbot action --forge gitlab runs in a GitLab CI job')
-    event = Event('merge_request', {}, environ['CI_PROJECT_PATH'], environ.get('CI_PIPELINE_ID', ''),
-                  environ.get('CI_PIPELINE_URL', ''), None, None)
-    forge = ci_event.open_forge('gitlab', event.repository, environ)
+    forge = ci_event.open_forge('gitlab', environ['CI_PROJECT_PATH'], environ)
     number, job = merge_request_job(forge, environ)
+    # the run is this job, as GitLab tells it: a pipeline's id is shared by its jobs, and whoever runs a job sets its
+    # variables, CI_PIPELINE_URL included
+    event = Event('merge_request', {}, environ['CI_PROJECT_PATH'], str(job.id), job.url, None, None)
     sha = job.sha
     # the settings of the branch the merge request targeted when its head became this commit: its own new settings
     # are not this bot's to read yet, and one branched from an old commit escapes no rule added since

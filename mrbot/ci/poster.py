@@ -94,11 +94,11 @@ def _bounded(check: dict) -> tuple[list[Annotation], str]:
     return found[:ANNOTATIONS_LIMIT], summary
 
 
-def withheld_check(forge: Forge, artifact: dict, default_branch: str) -> Withheld | None:
+def withheld_check(forge: Forge, artifact: dict) -> Withheld | None:
     """Why the report `artifact` may not publish its check run on its commit, or None. Decided from the commit itself:
-    the open PRs it heads (a check run belongs to the commit, and shows on each of them: where one author opened them
-    all, the one PR among them into `default_branch` carries it, else a failing check stands for all), and the files
-    it changes against its merge base with the PR's base branch (a push after the report changes nothing here)."""
+    the open PRs it heads (a check run belongs to the commit and shows on each of them, graded for one PR's title,
+    body, base and settings: where several share it, a failing check stands for all), and the files it changes
+    against its merge base with the PR's base branch (a push after the report changes nothing here)."""
     pr, sha = artifact['pr'], artifact['sha']
     pull = forge.get_pull(pr)
     if pull.state != 'open':
@@ -108,15 +108,8 @@ def withheld_check(forge: Forge, artifact: dict, default_branch: str) -> Withhel
     except MrbotError as error:
         return Withheld(f'the other pull requests it may head cannot all be read ({error})', failing=True)
     if len(sharing) > 1:
-        # one author may ask a branch into several bases: the PR into the default branch is the one its check is for;
-        # anyone else may open a PR with that head, whose grading must not stand for the author's
-        owners = [each for each in sharing if each.base_branch == default_branch]
-        if len(owners) != 1 or len({each.author for each in sharing}) != 1 or not owners[0].author:
-            return Withheld(f"{sha[:12]} is the head of #{' and #'.join(str(each.number) for each in sharing)}",
-                            failing=True)
-        if owners[0].number != pr:
-            return Withheld(f'{sha[:12]} is also the head of #{owners[0].number}, into {default_branch}, whose check '
-                            'it carries')
+        return Withheld(f"{sha[:12]} is the head of #{' and #'.join(str(each.number) for each in sharing)}",
+                        failing=True)
     try:
         paths = forge.compare_paths(pull.base_branch, sha)
     except MrbotError as error:
@@ -233,8 +226,7 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
                 for (kind, purpose), count in counts.items() if count > 1]
     valid = [a for a in valid if counts[(a['kind'], a['purpose'])] == 1]
     # kind and purpose name one artifact from here on
-    default_branch = event.fields().object('repository').text('default_branch')
-    withheld = {(a['kind'], a['purpose']): withheld_check(forge, a, default_branch) for a in valid if a['check']}
+    withheld = {(a['kind'], a['purpose']): withheld_check(forge, a) for a in valid if a['check']}
     for artifact in valid:
         if held := withheld.get((artifact['kind'], artifact['purpose'])):
             print(f"mrbot action: no check run of the report on #{artifact['pr']}: {held.reason}", file=sys.stderr)

@@ -54,7 +54,6 @@ class PullRequest:
     `state` is 'open', 'closed' or 'merged'. `head_repo` is the 'owner/name' of the project `head_branch` lives in:
     another project than this one for a fork's PR/MR, and '' where the forge no longer knows it (a deleted fork).
     `updated_at` is when anything about it last changed (a push, an edit, a comment), ISO 8601 in UTC to the second.
-    `author` is the login of whoever opened it ('' where the forge no longer knows them).
     """
 
     number: int
@@ -68,7 +67,6 @@ class PullRequest:
     state: str
     head_repo: str
     updated_at: str
-    author: str
 
 
 @dataclass(frozen=True)

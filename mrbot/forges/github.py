@@ -183,7 +183,7 @@ class GitHub:
         return PullRequest(number=pull.number, url=pull.html_url, title=pull.title, body=pull.body or '',
                            head_branch=pull.head.ref, head_sha=pull.head.sha, base_branch=pull.base.ref,
                            draft=bool(pull.draft), state=state, head_repo=head_repo,
-                           updated_at=utc_timestamp(pull.updated_at), author=pull.user.login if pull.user else '')
+                           updated_at=utc_timestamp(pull.updated_at))
 
     def find_pull(self, branch: str) -> PullRequest | None:
         with self._doing(f'looking for the open pull request of {branch} in {self.project}', _READ_PULLS):

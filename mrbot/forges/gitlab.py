@@ -61,12 +61,14 @@ _READ = 'the `read_api` scope and at least the Guest role'
 
 @dataclass(frozen=True)
 class RunningJob:
-    """A GitLab CI job as GitLab tells it: who ran it, its commit, and the merge request its pipeline is for (None for
-    a pipeline of a branch or a tag)."""
+    """A GitLab CI job as GitLab tells it: who ran it, its commit, the merge request its pipeline is for (None for
+    a pipeline of a branch or a tag), and its own id and page, which no variable of the job can change."""
 
     user: str
     sha: str
     merge_request: int | None
+    id: int
+    url: str
 
 
 def _message(error: GitlabError) -> str:
@@ -177,8 +179,7 @@ class GitLab:
                            body=merge_request.description or '', head_branch=merge_request.source_branch,
                            head_sha=merge_request.sha or '', base_branch=merge_request.target_branch, draft=draft,
                            state=_STATES[merge_request.state], head_repo=self._source_project(merge_request),
-                           updated_at=utc_timestamp(merge_request.updated_at),
-                           author=(merge_request.author or {}).get('username', ''))
+                           updated_at=utc_timestamp(merge_request.updated_at))
 
     def running_job(self, job_token: str) -> RunningJob:
         """The CI job `job_token` (its CI_JOB_TOKEN) belongs to, as GitLab records it: whoever runs a job may set its
@@ -196,8 +197,11 @@ class GitLab:
                                   for key in ('pipeline', 'commit', 'user'))
         # a merge request pipeline runs on refs/merge-requests/IID/head (or /merge for merged results)
         found = re.fullmatch(r'refs/merge-requests/(\d+)/\w+', str(pipeline.get('ref') or job.get('ref') or ''))
+        # the page goes into a link of the bot's reply: a plain web address, nothing markup could read on from
+        if not isinstance(job.get('id'), int) or not re.fullmatch(r'https?://[^\s()\[\]<>`]+', str(job.get('web_url'))):
+            raise forge_error('GitLab', doing, None, 'the job has no numeric id or no plain web address')
         return RunningJob(str(user.get('username') or ''), str(commit.get('id') or pipeline.get('sha') or ''),
-                          int(found[1]) if found else None)
+                          int(found[1]) if found else None, job['id'], str(job['web_url']))
 
     def merge_request_target(self, number: int, sha: str) -> str:
         """The tip of the branch merge request `number` targets when its head became commit `sha` (the start of the

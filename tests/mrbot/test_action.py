@@ -20,11 +20,13 @@ import pytest
 from mrbot import commands
 from mrbot.ci import event as ci_event
 from mrbot.ci import github, job
+from mrbot.ci import gitlab as ci_gitlab
 from mrbot.ci.artifacts import ARTIFACT
 from mrbot.cli import main
 from mrbot.commands import Command
 from mrbot.config import Config
 from mrbot.forges import connect
+from mrbot.records import MrbotError
 from tests.mrbot import webhooks
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub, created_at
 
@@ -637,8 +639,9 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
     assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted', None)
     assert 'this runner has no GPU, but class hopper needs sm_90' in result
-    assert '[the run](https://gitlab.example/lab/kernels/fla/-/pipelines/77)' in result
-    assert commands.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '77'}]
+    # the run is the job as GitLab tells it: the pipeline's id and page are shared, and variables its runner may set
+    assert '[the run](https://gitlab.example/lab/kernels/fla/-/jobs/9002)' in result
+    assert commands.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '9002'}]
     # a second request within the cooldown is refused, as on GitHub
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
@@ -1015,3 +1018,75 @@ def test_every_published_workflow_run_example_posts_only_a_report_its_run_left(b
         listed['number'] = bot.number
     assert bot.act('workflow_run', payload, '--artifact', str(folder))[0] == 0
     assert len(bot.server.comments_on(bot.number)) == 1
+
+
+def test_a_re_run_of_a_commands_run_runs_nothing(bot, monkeypatch):
+    # a re-run keeps the run id that the first attempt's done marker names: its jobs would count in no queue, and a
+    # re-run of the GPU job alone would pass authorize by altogether
+    monkeypatch.setenv('GITHUB_RUN_ATTEMPT', '2')
+    code, outputs, _ = bot.act('issue_comment', bot.comment_payload(f'/bench scale --sha {bot.head}'), run_id=801)
+    replies = [body for author, body in bot.server.comments_on(bot.number) if author == 'github-actions[bot]']
+    assert (code, outputs.get('authorized'), replies) == (0, None, [])
+    workflow = (Path(__file__).resolve().parents[2] / '.github/workflows/mrbot-command.yml').read_text()
+    assert '&& github.run_attempt == 1' in workflow.split('\n  gpu:')[1].split('strategy:')[0]
+
+
+def test_an_accepted_reply_that_cannot_be_settled_becomes_a_refusal_that_holds_no_queue(bot):
+    # the replies cannot be read again after the accepted one is posted (the API errs, its quota spent): nothing runs,
+    # so nothing may stay queued for the hours a job may take
+    number = bot.number
+    bot.server.after('POST', f'/issues/{number}/comments',
+                     lambda: bot.server.fail('GET', f'/issues/{number}/comments', 500, times=20))
+    _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), run_id=901)
+    [reply] = [body for author, body in bot.server.comments_on(number) if author == 'github-actions[bot]']
+    assert outputs['authorized'] == 'false' and reply.startswith('Not running `/bench scale --on hopper blackwell ')
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert commands.authorize('bob', 'MEMBER', 'write', [reply], now, Config(), jobs=2, seal=bot.seal).allowed
+
+
+def test_gitlab_a_refusal_marks_done_its_own_job_and_no_other_of_the_pipeline(lab, monkeypatch):
+    # the jobs of one pipeline share its id: a done marker naming the pipeline freed every running job of it
+    server, iid, _ = lab
+    server.members.update(alice=30, bob=30, carol=30)
+    monkeypatch.setattr(ci_gitlab, 'run_job', _still_running)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'bob')
+    assert main(['action', '--forge', 'gitlab']) == 2
+    # two of alice's jobs answered at once, each reading the notes before the other posted
+    real = ci_gitlab.bot_bodies
+    monkeypatch.setattr(ci_gitlab, 'bot_bodies', lambda notes: real(notes)[:1])
+    _job_run_by(server, monkeypatch, 'alice')
+    monkeypatch.setenv('MRBOT_RUNNER', 'blackwell')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on blackwell')
+    assert main(['action', '--forge', 'gitlab']) == 2
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    bodies = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
+    assert bodies[-1].startswith('Not running')
+    # bob's job and alice's first are still running: the default limit of 2 leaves room for no third
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert not commands.authorize('carol', 'MEMBER', 'write', bodies, now, Config(), seal=None).allowed
+
+
+def test_gitlab_the_run_linked_is_the_job_as_gitlab_tells_it_not_the_variables_of_its_runner(lab, monkeypatch):
+    # whoever runs a manual job sets its variables: a pipeline URL carrying a quick action and a marker of its own
+    server, iid, _ = lab
+    monkeypatch.setattr(ci_gitlab, 'run_job', _still_running)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    forged = commands.marker('accepted', None, run='1', user='victim', at=datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec='seconds'), sha='0' * 40, command='test', runners=['hopper', 'x'])
+    monkeypatch.setenv('CI_PIPELINE_URL', f'https://x)\n/approve\n{forged}\n[x](https://x')
+    _job_run_by(server, monkeypatch, 'alice')
+    main(['action', '--forge', 'gitlab'])
+    [accepted] = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
+    assert '/approve' not in accepted and '/-/jobs/' in accepted
+    assert [m['user'] for m in commands.markers([accepted], 'accepted', None)] == ['alice']
+
+
+def _still_running(*args, **kwargs):
+    # the GPU job is under way: nothing marks it done before it ends
+    raise MrbotError('still running')

@@ -326,15 +326,13 @@ class FakeGitHub(FakeForge):
         self.route('GET', repo + r'/compare/(?P<base>[^/]+)\.\.\.(?P<head>[^/]+)', self._compare)
 
     def open_pull(self, head: str, title: str = '[Ops] Something', body: str = '', draft: bool = False,
-                  state: str = 'open', merged: bool = False, head_repo: str | None = None, author: str = 'alice') -> int:
-        """Open a pull request from `head` of this repository, or of the fork `head_repo`, as `author`; a merged one is
-        closed."""
+                  state: str = 'open', merged: bool = False, head_repo: str | None = None) -> int:
+        """Open a pull request from `head` of this repository, or of the fork `head_repo`; a merged one is closed."""
         with self.lock:
             number = len(self.pulls) + 1
             self.pulls[number] = {'number': number, 'head': head, 'base': 'main', 'title': title, 'body': body,
                                   'draft': draft, 'state': 'closed' if merged else state, 'merged': merged,
-                                  'head_repo': head_repo or self.project, 'conflict': False, 'updated_at': OPENED,
-                                  'author': author}
+                                  'head_repo': head_repo or self.project, 'conflict': False, 'updated_at': OPENED}
             self._runs_for(self.pulls[number], OPENED, pushed=True)
             return number
 
@@ -470,7 +468,7 @@ class FakeGitHub(FakeForge):
                 'html_url': f'{GITHUB_WEB}/{self.project}/pull/{number}', 'state': pull['state'],
                 'merged': pull['merged'], 'merged_at': merged_at,
                 'title': pull['title'], 'body': pull['body'] or None, 'draft': pull['draft'],
-                'updated_at': _z(pull['updated_at']), 'user': {'login': pull['author'], 'type': 'User'},
+                'updated_at': _z(pull['updated_at']),
                 'head': {'ref': pull['head'], 'sha': self._head_sha(pull), 'label': self._head_label(pull),
                          'repo': self._repo_json(pull['head_repo'])},
                 'base': {'ref': pull['base'], 'sha': self.branches[pull['base']], 'label': f"{self.owner}:{pull['base']}",
@@ -523,8 +521,7 @@ class FakeGitHub(FakeForge):
         number = len(self.pulls) + 1
         self.pulls[number] = {'number': number, 'head': body['head'], 'base': body['base'], 'title': body['title'],
                               'body': body.get('body') or '', 'draft': bool(body.get('draft')), 'state': 'open',
-                              'merged': False, 'head_repo': self.project, 'conflict': False, 'updated_at': OPENED,
-                              'author': request.account.login}
+                              'merged': False, 'head_repo': self.project, 'conflict': False, 'updated_at': OPENED}
         return Answer(201, self._pull_json(self.pulls[number]))
 
     def _get_pull(self, request: Request, number: str) -> Answer:
@@ -709,7 +706,7 @@ class FakeGitLab(FakeForge):
             iid = len(self.merge_requests) + 1
             self.merge_requests[iid] = {'iid': iid, 'source': source, 'target': 'main', 'title': title,
                                         'description': description, 'state': state, 'source_project_id': source_id,
-                                        'versions': [], 'base': base or self.branches['main'], 'author': 'alice'}
+                                        'versions': [], 'base': base or self.branches['main']}
             merge_request = self.merge_requests[iid]
             merge_request['versions'].append((self._merge_request_json(merge_request)['sha'], OPENED,
                                               self.branches['main']))
@@ -787,8 +784,7 @@ class FakeGitLab(FakeForge):
                 'description': merge_request['description'] or None, 'state': merge_request['state'],
                 'source_branch': merge_request['source'], 'target_branch': merge_request['target'],
                 'source_project_id': source_id, 'target_project_id': _PROJECT_ID,
-                'author': self._user_basic(merge_request['author']), 'sha': head_sha,
-                'draft': bool(_DRAFT.match(merge_request['title'])),
+                'sha': head_sha, 'draft': bool(_DRAFT.match(merge_request['title'])),
                 'updated_at': (merge_request['versions'][-1][1] if merge_request['versions'] else OPENED).isoformat(
                     timespec='milliseconds').replace('+00:00', 'Z'),
                 'diff_refs': {'base_sha': merge_request['base'], 'head_sha': head_sha,
@@ -813,7 +809,8 @@ class FakeGitLab(FakeForge):
 
     def _job(self, request: Request) -> Answer:
         user, commit, ref = self.jobs[request.token]
-        return Answer(200, {'id': 9000 + list(self.jobs).index(request.token), 'status': 'running', 'ref': ref,
+        job = 9000 + list(self.jobs).index(request.token)
+        return Answer(200, {'id': job, 'web_url': f'{GITLAB_WEB}/{self.project}/-/jobs/{job}', 'status': 'running', 'ref': ref,
                             'user': self._user_basic(user), 'commit': {'id': commit},
                             'pipeline': {'id': 77, 'project_id': _PROJECT_ID, 'ref': ref, 'sha': commit}})
 
@@ -842,8 +839,7 @@ class FakeGitLab(FakeForge):
         self.merge_requests[iid] = {'iid': iid, 'source': body['source_branch'], 'target': body['target_branch'],
                                     'title': body['title'], 'description': body.get('description') or '',
                                     'state': 'opened', 'source_project_id': _PROJECT_ID,
-                                    'base': self.branches[body['target_branch']], 'versions': [],
-                                    'author': request.account.login}
+                                    'base': self.branches[body['target_branch']], 'versions': []}
         merge_request = self.merge_requests[iid]
         merge_request['versions'].append((self.branches[body['source_branch']], OPENED,
                                           self.branches[body['target_branch']]))

@@ -392,7 +392,6 @@ def test_get_pull_reads_a_pull_request_in_any_state(forge: Forge, fake: _Fake):
     assert (pull.number, pull.title, pull.body, pull.draft) == (1, '[Ops] Open', 'text', True)
     assert (pull.head_branch, pull.head_sha, pull.head_repo, pull.state) == ('feature', sha('feature'), fake.project,
                                                                              'open')
-    assert pull.author == 'alice'
     assert (forge.get_pull(2).state, forge.get_pull(3).state) == ('merged', 'closed')
 
 
