@@ -15,43 +15,56 @@ from mrbot.rules import Context, Violation, last_name, rule
 
 # int32 holds values below 2**31: a product whose factors can reach this many bits together can wrap.
 _LIMIT_BITS = 31
+# The largest launch the bounds below allow for (log2 of each extent): 4M tokens in one launch or one sequence (22),
+# 16K sequences (14), 128 heads (7), a head's features 512 (9), a model's width 16K (14), 256-wide blocks (8). A
+# tensor of tokens x heads x features at these sizes is far past 2**31 elements, a tensor of tokens x heads is not.
+_TOKENS, _SEQUENCES, _HEADS, _HEAD_FEATURES, _WIDTH = 22, 14, 7, 9, 14
 # How many bits a program id takes by what it counts, from the name it is given (the house's `i_*` vocabulary): feature
-# tiles and the sub-chunks of a chunk a handful, a head or group a few hundred, a batch row or sequence some thousands, a
-# chunk of a sequence up to a million, batch times heads more; a program id under another name as many.
+# tiles and the sub-chunks of a chunk a handful, a head or group up to the heads, a batch row or sequence up to the
+# sequences, a chunk of a sequence up to its tokens, batch times heads both; a program id under another name as many
+# as a launch has rows.
 _PROGRAM_ID_BITS = (
-    (re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv|bg|ng|bn)(?:_\w+)?$'), 22),
+    (re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv|bg|ng|bn)(?:_\w+)?$'), _SEQUENCES + _HEADS),
     (re.compile(r'^(?:i|pid)_(?:k|v|d|kv|dk|dv|i|j)(?:_\w+)?$'), 4),
-    (re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head)(?:_\w+)?$'), 8),
-    (re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$'), 14),
-    (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), 20),
+    (re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head)(?:_\w+)?$'), _HEADS),
+    (re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$'), _SEQUENCES),
+    (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), _TOKENS - 2),
 )
-_PROGRAM_ID_DEFAULT_BITS = 22
+_PROGRAM_ID_DEFAULT_BITS = _TOKENS
+# A grid's second and third axes hold at most 65535 programs on NVIDIA GPUs.
+_LATER_AXIS_BITS = 16
 # How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts, the
-# feature sizes of a head (at most 1024), other feature sizes (a model's width), head counts, batch and sequence
-# counts, chunk counts, the offsets of a grid launched in parts, sequence lengths, token offsets; a stride, or a
-# runtime name not listed, can be anything. A compile-time parameter not listed is taken for a feature size.
+# feature sizes of a head, a head's stride (the [..., H, K] layout) and a feature's, other feature sizes and a row's
+# stride (a model's width), head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in
+# parts, sequence lengths, token offsets; another stride, or a runtime name not listed, can be anything. A
+# compile-time parameter not listed is taken for a feature size.
 _SIZE_BITS = (
     (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
     (re.compile(r'^N[KV]$'), 4),
-    (re.compile(r'^(?:K|V|DK|DV|HD|HEAD_DIM)$'), 10),
-    (re.compile(r'^(?:D|W)$'), 13),
-    (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), 8),
-    (re.compile(r'^(?:B|N|NB)$'), 14),
-    (re.compile(r'^(?:NT|NC|NS)$'), 20),
-    (re.compile(r'^[A-Z][A-Z0-9]*_OFFSET$'), 22),
-    (re.compile(r'^(?:T|L|S|seq_len|max_seqlen)$'), 24),
-    (re.compile(r'^(?:all|bos|eos)$'), 26),
+    (re.compile(r'^(?:K|V|DK|DV|HD|HEAD_DIM)$'), _HEAD_FEATURES),
+    (re.compile(r'^(?:\w+_)?stride_(?:h|hq|hv|hk|head|d|k|v)$|^s_(?:h|d|k|v)$'), _HEAD_FEATURES),
+    (re.compile(r'^(?:D|W)$|^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$'), _WIDTH),
+    (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), _HEADS),
+    (re.compile(r'^(?:B|N|NB)$'), _SEQUENCES),
+    (re.compile(r'^(?:NT|NC|NS)$'), _TOKENS - 2),
+    (re.compile(r'^[A-Z][A-Z0-9]*_OFFSET$'), _TOKENS),
+    (re.compile(r'^(?:T|L|S|seq_len|max_seqlen|T_\w+)$'), _TOKENS),
+    (re.compile(r'^(?:all|bos|eos|boh|boc)$'), _TOKENS),
 )
 _CONSTEXPR_BITS = 13
 _UNBOUNDED_BITS = 64
+# The house's name for a block of data (`b_q`, `b_gamma`): a value, not an index.
+_DATA_NAME = re.compile(r'^b_\w+$')
 # Products that count rows of one dimension within another, bounded by what they count together, whatever the two
-# are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence a chunk
-# offset; batch times heads times the chunks of a sequence the chunks of every head.
+# are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence (`NT`,
+# `tl.cdiv(T, BT)`) a chunk offset; batch times heads times a sequence length the tokens of every head, times the
+# chunks of a sequence their chunks.
 _ROW_NAME = re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$')
 _BATCH_HEAD_NAME = re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv)$')
-_LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len)$')
+_LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')
 _CHUNKS_NAME = re.compile(r'^(?:NT|NC|NS)$')
-_COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, 26), (_ROW_NAME, _CHUNKS_NAME, 22), (_BATCH_HEAD_NAME, _CHUNKS_NAME, 30))
+_COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, _TOKENS), (_ROW_NAME, _CHUNKS_NAME, _TOKENS),
+                     (_BATCH_HEAD_NAME, _LENGTH_NAME, _TOKENS + _HEADS), (_BATCH_HEAD_NAME, _CHUNKS_NAME, _TOKENS + _HEADS))
 # Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
 _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
                               'range', 'static_range', 'where'})
@@ -115,12 +128,19 @@ def _either(one: Index, other: Index) -> Index:
     return Index(one.lines | other.lines, max(one.bits, other.bits), one.wide and other.wide)
 
 
+def _counted(node: ast.expr) -> str:
+    """The name `node` counts by: its own, or for `tl.cdiv(T, BT)` the chunks of a sequence, as `NT` does."""
+    if isinstance(node, ast.Call) and last_name(node.func) == 'cdiv' and node.args and isinstance(node.args[0], ast.Name):
+        return 'NT' if _LENGTH_NAME.match(node.args[0].id) else ''
+    return node.id if isinstance(node, ast.Name) else ''
+
+
 def _product_bits(left: ast.expr, right: ast.expr, bits: int) -> int:
     """The bits of `left * right`, `bits` apart, or fewer where the two count rows within each other."""
-    if isinstance(left, ast.Name) and isinstance(right, ast.Name):
-        for rows, counts, together in _COUNTED_TOGETHER:
-            if (rows.match(left.id) and counts.match(right.id)) or (rows.match(right.id) and counts.match(left.id)):
-                return min(bits, together)
+    one, other = _counted(left), _counted(right)
+    for rows, counts, together in _COUNTED_TOGETHER:
+        if (rows.match(one) and counts.match(other)) or (rows.match(other) and counts.match(one)):
+            return min(bits, together)
     return bits
 
 
@@ -155,7 +175,9 @@ def _call(node: ast.Call, taint: Taint) -> Index:
         return Index(bits=index.bits) if floating else Index(index.lines, index.bits)
     function = last_name(node.func)
     if function == 'program_id':
-        return Index(frozenset({node.lineno}), _PROGRAM_ID_DEFAULT_BITS)
+        axis = next((a.value for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'axis')]
+                     if isinstance(a, ast.Constant)), 0)
+        return Index(frozenset({node.lineno}), _LATER_AXIS_BITS if axis in (1, 2) else _PROGRAM_ID_DEFAULT_BITS)
     arguments = [*node.args, *(k.value for k in node.keywords)]
     if function == 'arange' and arguments:
         return Index(bits=_index(arguments[-1], taint).bits)
@@ -213,7 +235,10 @@ def _loop_index(iterable: ast.expr, taint: Taint) -> Index:
 
 
 def _named(name: str, index: Index) -> Index:
-    """`index` as held by `name`: bounded by what the name says it counts (`i_h` a head, `bos` a token offset)."""
+    """`index` as held by `name`: bounded by what the name says it counts (`i_h` a head, `bos` a token offset), or no
+    index at all where the name says it holds data (`b_gamma`)."""
+    if _DATA_NAME.match(name):
+        return Index()
     bound = _name_bits(name, _PROGRAM_ID_BITS, _name_bits(name, _SIZE_BITS, _UNBOUNDED_BITS))
     return Index(index.lines, min(index.bits, bound), index.wide)
 
@@ -389,20 +414,23 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)`, tuple unpacking such as
     `i_k, i_v = tl.program_id(0), tl.program_id(1)`, and the parameters of a jit helper the kernel passes it to.
     `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and arithmetic holding them are int64, as Triton promotes int32 with int64.
-    Each value is bounded by what it counts, read from its name: a program id over feature blocks (`i_k`) takes
-    about 4 bits, a head (`i_h`, `pid_h`) 8, a batch row or sequence (`i_b`, `i_n`) 14, a chunk (`i_t`) 20, batch
-    times heads (`i_bh`, `i_nh`) or any other program id 22; a block size (`BT`) 8, a head's feature size (`K`, `V`)
-    10, a model's width (`D`) 13, a head count (`H`) 8, a batch or sequence count (`B`, `N`) 14, a chunk count
-    (`NT`) 20, a sequence length (`T`) 24, a token offset (`bos`, `all`) 26; a batch row times a sequence length is
-    a token offset too, and batch times heads times the chunks of a sequence (`i_bh * NT`) 30 bits. A stride or a
-    name not listed can be anything. A product is reported where its factors can reach 31 bits together; once per
-    offset expression (the first product of it that can pass 2**31), as the products around it go on from the same
-    value. Comparisons make masks, not addresses, and values read with `tl.load` are data, not indices.
+    Each value is bounded by what it counts, read from its name, in the largest launch the rule allows for: 4M
+    tokens in one launch or one sequence, 16K sequences, 128 heads, 512 features a head, a model 16K wide. A program
+    id over feature blocks (`i_k`) takes 4 bits, a head (`i_h`, `pid_h`) 7, a batch row or sequence (`i_b`, `i_n`)
+    14, a chunk (`i_t`) 20, batch times heads (`i_bh`, `i_nh`) 21, any other 22, and one of a grid's second or third
+    axis at most 16 (65535 programs); a block size (`BT`) 8, a head's feature size (`K`, `V`) or stride
+    (`k_stride_h`) 9, a model's width (`D`) or a row's stride 14, a head count (`H`) 7, a batch or sequence count
+    (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `T_max`) or a token offset (`bos`, `all`) 22. A
+    batch row times a sequence length or its chunks (`i_b * T`, `i_n * tl.cdiv(T, BT)`) is a token or chunk offset,
+    and batch times heads times a length the tokens of every head. A block of data (`b_gamma`) is no index. A stride
+    not named for a head, a feature or a row, or a name not listed, can be anything. A product is reported where its
+    factors can reach 31 bits together; once per offset expression (the first product of it that can pass 2**31) and
+    once a line. Comparisons make masks, not addresses.
 
     Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
     once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large
-    batches and long packed sequences reach that size on today's GPUs. A head index times a feature size, or a batch
-    row times a sequence length, stays far below it, cast or not.
+    batches and long packed sequences reach that size on today's GPUs. A head index times a feature size, a batch row
+    times a sequence length, or tokens times heads (a per-head gate), stay far below it, cast or not.
 
     Example: `i_t = tl.program_id(0)` followed by `o_row = i_t * BT + tl.arange(0, BT)` and `q + o_row[:, None] * H * K`.
 
@@ -412,7 +440,12 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
         if source.tree is None or 'program_id' not in source.text:
             continue
         found = narrow_products(source.tree)
+        reported = set()
         for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
+            # one finding a line: `bos, eos = i_b * T, i_b * T + T` is one fault
+            if node.lineno in reported:
+                continue
+            reported.add(node.lineno)
             yield Violation(source.path, node.lineno, f'`{snippet(node)}` multiplies `{snippet(narrow)}`, derived '
                                                       f'from `tl.program_id` on line {min(origins)}, without an int64 '
                                                       'cast, and can pass 2**31',

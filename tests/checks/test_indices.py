@@ -160,15 +160,22 @@ def test_program_id_product_already_in_the_base_is_not_reported(repo):
     pytest.param('p_x = x + o_g[:, None] * K + o_k[None, :]', id='group-offsets-times-key-size'),
     pytest.param('p_x = x + (i_k * all + bos).to(tl.int64) * H * K', id='feature-tile-times-token-count'),
     pytest.param('p_x = x + (i_b * T).to(tl.int64) * H * K', id='batch-row-times-length-cast-after'),
+    pytest.param('p_x = x + bos * H + i_h', id='token-offset-times-heads-of-a-per-head-scalar'),
+    pytest.param('p_x = x + i_h * x_stride_h + o_k', id='head-index-times-head-stride'),
+    pytest.param('p_x = x + (i_b * tl.cdiv(T, BK)).to(tl.int64) * H * K', id='batch-row-times-chunks-cast-after'),
+    pytest.param('p_x = x + tl.program_id(2) * D + tl.arange(0, BD)', id='later-grid-axis-times-width'),
+    pytest.param('b_g = tl.load(x + i_h); b_s = b_g * tl.minimum(BK, T - i_k * BK); p_x = x + o_k',
+                 id='data-times-an-index-is-no-address'),
 ])
 def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(repo, offset):
-    # upstream's false alarms: a head or a feature tile times a feature size (a head's state: keys times values), a
-    # group times a size, a batch row times a sequence length cast only afterwards: none can pass 2**31, whatever the
-    # tensors' sizes
+    # upstream's false alarms: a head or a feature tile times a feature size (a head's state: keys times values) or a
+    # head's stride, a group times a size, a batch row times a sequence length or its chunks cast only afterwards,
+    # tokens times heads indexing a per-head scalar, a later grid axis (at most 65535 programs) times a width, a block
+    # of data times an index: none can pass 2**31 in the largest launch the rule allows for (4M tokens, 128 heads)
     assert _found(repo, _kernel(f'''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, T, all, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
-                            D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
+        def demo_fwd_kernel(x, T, all, x_stride_h, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr,
+                            V: tl.constexpr, D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
             i_k, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // H, i_bh % H
             pid_h = tl.program_id(2)
@@ -182,16 +189,17 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
 
 
 @pytest.mark.parametrize(('offset', 'product'), [
-    pytest.param('p_x = x + (bos * H + i_h) * K', 'bos * H', id='token-offset-times-heads'),
-    pytest.param('p_x = x + i_bh * T * K', 'i_bh * T', id='batch-by-heads-times-length'),
-    pytest.param('p_x = x + i_h * stride_h', 'i_h * stride_h', id='head-times-runtime-stride'),
-    pytest.param('p_x = x + (i_b * T * H).to(tl.int64) * K', 'i_b * T * H', id='cast-after-a-product-that-wraps'),
+    pytest.param('p_x = x + (bos * H + i_h) * K', '(bos * H + i_h) * K', id='token-offset-times-heads-and-features'),
+    pytest.param('p_x = x + i_bh * T * K', 'i_bh * T * K', id='batch-by-heads-times-length-and-features'),
+    pytest.param('p_x = x + i_h * stride_t', 'i_h * stride_t', id='head-times-runtime-stride'),
+    pytest.param('p_x = x + (i_b * T * H * K).to(tl.int64)', 'i_b * T * H * K', id='cast-after-a-product-that-wraps'),
+    pytest.param('p_x, p_y = x + i_t * stride_t, x + i_t * stride_t + 1', 'i_t * stride_t', id='twice-on-one-line'),
 ])
 def test_products_that_can_pass_int32_are_reported_once_per_offset(repo, offset, product):
     # the inner and the outer products of one offset were each reported (445 lines of upstream's twice or more)
     text = _kernel(f'''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, T, stride_h, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+        def demo_fwd_kernel(x, T, stride_t, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
             i_t, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // H, i_bh % H
             bos = i_b * T
