@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -59,6 +60,10 @@ def _post_recording(environ: Mapping[str, str], folder: Path | None, history: Pa
     event = github.github_event(environ)
     if event.name != 'workflow_run':
         raise MrbotError(f'--history: only the poster of a workflow_run event records timings, not a {event.name} job')
+    if environ.get('GITHUB_RUN_ATTEMPT', '1') != '1':
+        # a re-run posts the same run's results again: their points are in the history once already
+        print('mrbot action: a re-run of the poster records no history', file=sys.stderr)
+        history = None
     posted = post_run(lambda: ci_event.open_forge('github', event.repository, environ), event, folder, history)
     print(f"mrbot action: posted {', '.join(posted)}")
 

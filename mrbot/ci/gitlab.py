@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrbot import git
+from mrbot import commands, git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci.answer import Request, answer, deliver, settle
@@ -91,8 +91,9 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
             from None
     config = git.config_at(root, target)
     if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
-        report = check_report(Workspace(root, config), target, sha,
-                              environ.get('CI_MERGE_REQUEST_TITLE'), environ.get('CI_MERGE_REQUEST_DESCRIPTION', ''))
+        # the title and description as GitLab has them: whoever runs a job may set the variables that carry them
+        pull = forge.get_pull(number)
+        report = check_report(Workspace(root, config), target, sha, pull.title, pull.body)
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
     runner = environ.get('MRBOT_RUNNER', '')
@@ -101,6 +102,9 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     # before the command is accepted: an accepted command that cannot run would hold its queue slot for nothing
     require_kernel_stack('a GitLab command job')
     notes = forge.comments(number)
+    # one job answers one command: a job token handed to other jobs would run them all under one run
+    if any(str(m.get('run')) == event.run_id for m in commands.markers(bot_bodies(notes), 'accepted', None)):
+        raise MrbotError(f'job {job.id} has answered a command already; a new job runs the next')
     request = command_request(notes, number, job, environ)
     now = datetime.datetime.now(datetime.timezone.utc)
     # the token's own user, by id, is what makes a note the bot's here: GitLab has no other writer of that account
@@ -114,8 +118,10 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     jobs = {**environ, 'MRBOT_ARGS': json.dumps(command.args), 'MRBOT_SHA': sha, 'MRBOT_PR': str(number),
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': request.asker, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'
-    code = run_job(root, config, jobs, folder, event.run_url)
-    post(forge, event, read_artifact(folder))
-    # the job is done where it was queued, as the poster marks it on GitHub
-    forge.edit_comment(number, accepted, with_done(given.reply, event.run_id, None))
+    try:
+        code = run_job(root, config, jobs, folder, event.run_url)
+        post(forge, event, read_artifact(folder))
+    finally:
+        # the job is done where it was queued, as the poster marks it on GitHub, whatever became of its result
+        forge.edit_comment(number, accepted, with_done(given.reply, event.run_id, None))
     return code

@@ -191,6 +191,9 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     fields.optional_text('head_branch')
     fields.sequence('pull_requests', [])
     run = fields.data
+    if run['event'] != 'pull_request' and run.get('run_attempt', 1) != 1:
+        # a re-run of a command's run runs nothing (authorize refuses it): what it holds was posted from the first
+        raise Ended(f"attempt {str(run.get('run_attempt'))[:12]} of a command's run: its results were posted once")
     paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')

@@ -197,9 +197,12 @@ class GitLab:
                                   for key in ('pipeline', 'commit', 'user'))
         # a merge request pipeline runs on refs/merge-requests/IID/head (or /merge for merged results)
         found = re.fullmatch(r'refs/merge-requests/(\d+)/\w+', str(pipeline.get('ref') or job.get('ref') or ''))
-        # the page goes into a link of the bot's reply: a plain web address, nothing markup could read on from
-        if not isinstance(job.get('id'), int) or not re.fullmatch(r'https?://[^\s()\[\]<>`]+', str(job.get('web_url'))):
-            raise forge_error('GitLab', doing, None, 'the job has no numeric id or no plain web address')
+        # the page goes into a link of the bot's reply: a plain web address, nothing markup could read on from, and
+        # the page of a job of this project (a token of another project's job would be another project's run)
+        page = str(job.get('web_url'))
+        if (not isinstance(job.get('id'), int) or not re.fullmatch(r'https?://[^\s()\[\]<>`]+', page)
+                or not page.endswith(f"/{self.project}/-/jobs/{job['id']}")):
+            raise forge_error('GitLab', doing, None, f'the job is not one of {self.project} with a plain web address')
         return RunningJob(str(user.get('username') or ''), str(commit.get('id') or pipeline.get('sha') or ''),
                           int(found[1]) if found else None, job['id'], str(job['web_url']))
 

@@ -643,6 +643,7 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     assert '[the run](https://gitlab.example/lab/kernels/fla/-/jobs/9002)' in result
     assert commands.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '9002'}]
     # a second request within the cooldown is refused, as on GitHub
+    _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'started a job' in server.notes_on(iid)[-1][1] and 'try again in' in server.notes_on(iid)[-1][1]
 
@@ -677,6 +678,7 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert main(['action', '--forge', 'gitlab']) == 1
     assert server.notes_on(iid)[-2][1].startswith('Accepted from @alice: ')
     monkeypatch.setenv('MRBOT_COMMAND_AUTHOR', 'bob')
+    _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 0
     assert '@alice started a job' in server.notes_on(iid)[-1][1]
     # a webhook receiver names the note; its author and its first line come from GitLab
@@ -688,6 +690,7 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     assert main(['action', '--forge', 'gitlab']) == 1
     assert server.notes_on(iid)[-2][1].startswith('Accepted from @bob: mrbot test on ')
     # once
+    _job_run_by(server, monkeypatch, 'receiver')
     assert main(['action', '--forge', 'gitlab']) == 0
     assert server.notes_on(iid)[-1][1] == (f'Not running `/test --on hopper`: note {note} has been run already on '
                                            'hopper; a new note asks again.')
@@ -696,6 +699,7 @@ def test_a_gitlab_command_is_asked_by_a_note_or_by_whoever_ran_the_job_never_by_
     later = server.add_note(iid, '/test --on hopper', author='carol')
     server.push(iid, server.branches['topic'], created_at(later) + datetime.timedelta(seconds=5))
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(later))
+    _job_run_by(server, monkeypatch, 'receiver')
     assert main(['action', '--forge', 'gitlab']) == 0
     assert f'the head of !{iid} became ' in server.notes_on(iid)[-1][1]
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', '1; rm -rf /')
@@ -741,6 +745,7 @@ def test_a_gitlab_note_for_two_classes_runs_once_on_each(lab, monkeypatch):
     monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(note))
     for runner in ('hopper', 'blackwell', 'hopper'):
         monkeypatch.setenv('MRBOT_RUNNER', runner)
+        _job_run_by(server, monkeypatch, 'alice')
         main(['action', '--forge', 'gitlab'])
     replies = [body.splitlines()[0] for author, body in server.notes_on(iid) if author == 'project_7_bot'
                and not body.startswith('<!--')]
@@ -1049,6 +1054,8 @@ def test_gitlab_a_refusal_marks_done_its_own_job_and_no_other_of_the_pipeline(la
     server, iid, _ = lab
     server.members.update(alice=30, bob=30, carol=30)
     monkeypatch.setattr(ci_gitlab, 'run_job', _still_running)
+    # the GPU jobs are under way: none has got as far as marking itself done
+    monkeypatch.setattr(ci_gitlab, 'with_done', lambda body, run, seal: body)
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
     monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
     _job_run_by(server, monkeypatch, 'bob')
@@ -1090,3 +1097,66 @@ def test_gitlab_the_run_linked_is_the_job_as_gitlab_tells_it_not_the_variables_o
 def _still_running(*args, **kwargs):
     # the GPU job is under way: nothing marks it done before it ends
     raise MrbotError('still running')
+
+
+def test_gitlab_a_report_grades_the_title_gitlab_has_not_one_the_runner_of_a_job_sets(lab, monkeypatch, repo):
+    # a Developer may play a job with variables of their choosing: a title that passes, on an MR whose title fails
+    server, iid, _ = lab
+    server.merge_requests[iid]['title'] = 'add shift'
+    monkeypatch.setenv('CI_MERGE_REQUEST_TITLE', '[Ops] Add shift')
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    [(_, note)] = server.notes_on(iid)
+    assert 'MR-TITLE' in note and server.statuses[-1]['status'] == 'failed'
+
+
+def test_gitlab_a_job_whose_result_cannot_be_posted_is_marked_done_all_the_same(lab, monkeypatch):
+    # the merge request's code ran as the job's user and left the artifact as it liked: the job is over all the same
+    server, iid, _ = lab
+
+    def garbled(root, config, environ, folder, run_url):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ARTIFACT).write_text('{')
+        return 0
+
+    monkeypatch.setattr(ci_gitlab, 'run_job', garbled)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 2
+    bodies = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
+    assert [m['run'] for m in commands.markers(bodies, 'done', None)] == [
+        m['run'] for m in commands.markers(bodies, 'accepted', None)]
+
+
+def test_gitlab_one_job_token_answers_one_command(lab, monkeypatch):
+    # whoever runs a job may hand its token to other jobs: each would run under the one job's run, and one done marker
+    # would free them all
+    server, iid, _ = lab
+    server.members.update(bob=30, carol=30, dave=30)
+    monkeypatch.setattr(ci_gitlab, 'run_job', _still_running)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    _job_run_by(server, monkeypatch, 'bob')
+    for author in ('carol', 'dave'):
+        monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(server.add_note(iid, '/test --on hopper', author=author)))
+        main(['action', '--forge', 'gitlab'])
+    bodies = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
+    assert len(commands.markers(bodies, 'accepted', None)) == 1
+
+
+def test_gitlab_a_job_of_another_project_is_not_this_ones(lab, monkeypatch):
+    server, iid, _ = lab
+    real = server._job
+
+    def foreign(request):
+        answer = real(request)
+        answer.body['web_url'] = 'https://gitlab.example/mallory/scratch/-/jobs/31337'
+        return answer
+
+    server.entities[foreign] = server.entities[real]
+    monkeypatch.setattr(server, '_routes', [(m, p, foreign if a == real else a) for m, p, a in server._routes])
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 2
+    assert server.notes_on(iid) == []

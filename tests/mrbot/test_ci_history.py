@@ -93,6 +93,27 @@ def test_the_poster_records_the_base_medians_and_ends_the_result_with_their_tren
                                                                                            {'run': '83'}]
 
 
+def test_a_run_posted_twice_records_each_point_once(bot, monkeypatch):
+    # the poster's run re-run posts the same artifacts of the same run: one trend point must not fill the history
+    history = bot.tmp / 'mrbot-history' / 'history.sqlite3'
+    downloaded = _bench(bot, monkeypatch, 82, 'alice', _timed(bot, {'fwd small': 0.15}))
+    for attempt in ('1', '2'):
+        monkeypatch.setenv('GITHUB_RUN_ATTEMPT', attempt)
+        assert bot.act('workflow_run', bot.command_run(82), '--artifact', str(downloaded), '--history', str(history))[0] == 0
+    with Store.at(history) as store:
+        assert [t.median_ms for t in store.timings()] == [0.15]
+
+
+def test_a_re_run_of_a_commands_run_posts_nothing(bot, monkeypatch, capsys):
+    # its attempt 2 ran nothing (authorize refuses it) and holds the first attempt's artifacts
+    history = bot.tmp / 'mrbot-history' / 'history.sqlite3'
+    downloaded = _bench(bot, monkeypatch, 82, 'alice', _timed(bot, {'fwd small': 0.15}))
+    run = bot.command_run(82)
+    run['workflow_run']['run_attempt'] = 2
+    assert bot.act('workflow_run', run, '--artifact', str(downloaded), '--history', str(history))[0] == 0
+    assert "attempt 2 of a command's run" in capsys.readouterr().out and not history.exists()
+
+
 def test_interpreter_medians_are_no_trend_and_are_not_recorded(bot, monkeypatch):
     history = bot.tmp / 'mrbot-history' / 'history.sqlite3'
     downloaded = _bench(bot, monkeypatch, 84, 'alice', _timed(bot, {'fwd small': 0.15}, evidence=False))
