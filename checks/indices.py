@@ -31,8 +31,12 @@ _PROGRAM_ID_BITS = (
     (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), _TOKENS - 2),
 )
 _PROGRAM_ID_DEFAULT_BITS = _TOKENS
-# A grid's second and third axes hold at most 65535 programs on NVIDIA GPUs.
+# A grid's second and third axes hold at most 65535 programs on NVIDIA GPUs, and every axis does on Ascend NPUs, whose
+# kernels live under a path naming them.
 _LATER_AXIS_BITS = 16
+_NARROW_GRID_PATH = re.compile(r'(?:^|/)(?:\w+_)?(?:ascend|npu)(?:_\w+)?(?:/|\.py$)')
+# The key of a function's taint that holds the bits of its grid's first axis: no Python name has a space.
+_FIRST_AXIS = ' first axis'
 # How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts, the
 # feature sizes of a head, a head's stride (the [..., H, K] layout) and a feature's, other feature sizes and a row's
 # stride (a model's width), head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in
@@ -42,7 +46,7 @@ _SIZE_BITS = (
     (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
     (re.compile(r'^N[KV]$'), 4),
     (re.compile(r'^(?:K|V|DK|DV|HD|HEAD_DIM)$'), _HEAD_FEATURES),
-    (re.compile(r'^(?:\w+_)?stride_(?:h|hq|hv|hk|head|d|k|v)$|^s_(?:h|d|k|v)$'), _HEAD_FEATURES),
+    (re.compile(r'^(?:\w+_)?stride(?:_\w+)?_(?:h|hq|hv|hk|head|d|k|v)$|^s_(?:h|d|k|v)$'), _HEAD_FEATURES),
     (re.compile(r'^(?:D|W)$|^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$'), _WIDTH),
     (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), _HEADS),
     (re.compile(r'^(?:B|N|NB)$'), _SEQUENCES),
@@ -57,13 +61,16 @@ _UNBOUNDED_BITS = 64
 _DATA_NAME = re.compile(r'^b_\w+$')
 # Products that count rows of one dimension within another, bounded by what they count together, whatever the two
 # are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence (`NT`,
-# `tl.cdiv(T, BT)`) a chunk offset; batch times heads times a sequence length the tokens of every head, times the
-# chunks of a sequence their chunks.
+# `tl.cdiv(T, BT)`) a chunk offset; a chunk times its block size a position in the sequence; batch times heads times
+# a sequence length the tokens of every head, times the chunks of a sequence their chunks.
 _ROW_NAME = re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$')
 _BATCH_HEAD_NAME = re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv)$')
 _LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')
 _CHUNKS_NAME = re.compile(r'^(?:NT|NC|NS)$')
+_TILE_NAME = re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$')
+_BLOCK_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
 _COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, _TOKENS), (_ROW_NAME, _CHUNKS_NAME, _TOKENS),
+                     (_TILE_NAME, _BLOCK_NAME, _TOKENS),
                      (_BATCH_HEAD_NAME, _LENGTH_NAME, _TOKENS + _HEADS), (_BATCH_HEAD_NAME, _CHUNKS_NAME, _TOKENS + _HEADS))
 # Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
 _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
@@ -135,20 +142,40 @@ def _counted(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ''
 
 
-def _product_bits(left: ast.expr, right: ast.expr, bits: int) -> int:
-    """The bits of `left * right`, `bits` apart, or fewer where the two count rows within each other."""
-    one, other = _counted(left), _counted(right)
+def _factors(node: ast.expr) -> list[ast.expr]:
+    """The factors of a chain of multiplications (`i_b * H * T` has three), or `node` alone."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return [*_factors(node.left), *_factors(node.right)]
+    return [node]
+
+
+def _product_bits(left: ast.expr, right: ast.expr, taint: Taint) -> int:
+    """The bits of `left * right`: those of its factors, fewer where two of them count rows within each other."""
+    factors = [*_factors(left), *_factors(right)]
+    bits = [_index(factor, taint).bits for factor in factors]
+    counted = [_counted(factor) for factor in factors]
+    total, paired = sum(bits), set()
+    # `x // T * T` is at most `x`
+    for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
+        factor = factors[i]
+        if (not {i, j} & paired and isinstance(factor, ast.BinOp) and isinstance(factor.op, ast.FloorDiv)
+                and ast.dump(factor.right) == ast.dump(factors[j])):
+            total -= max(bits[i] + bits[j] - _index(factor.left, taint).bits, 0)
+            paired |= {i, j}
     for rows, counts, together in _COUNTED_TOGETHER:
-        if (rows.match(one) and counts.match(other)) or (rows.match(other) and counts.match(one)):
-            return min(bits, together)
-    return bits
+        for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
+            if {i, j} & paired or not (rows.match(counted[i]) and counts.match(counted[j])):
+                continue
+            total -= max(bits[i] + bits[j] - together, 0)
+            paired |= {i, j}
+    return total
 
 
 def _binary(node: ast.BinOp, taint: Taint) -> Index:
     left, right = _index(node.left, taint), _index(node.right, taint)
     constant = node.right.value if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) else None
     if isinstance(node.op, ast.Mult):
-        bits = _product_bits(node.left, node.right, left.bits + right.bits)
+        bits = _product_bits(node.left, node.right, taint)
     elif isinstance(node.op, (ast.Add, ast.Sub)):
         bits = max(left.bits, right.bits) + 1
     elif isinstance(node.op, (ast.Mod, ast.BitAnd)):
@@ -177,7 +204,8 @@ def _call(node: ast.Call, taint: Taint) -> Index:
     if function == 'program_id':
         axis = next((a.value for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'axis')]
                      if isinstance(a, ast.Constant)), 0)
-        return Index(frozenset({node.lineno}), _LATER_AXIS_BITS if axis in (1, 2) else _PROGRAM_ID_DEFAULT_BITS)
+        first = taint.get(_FIRST_AXIS, Index(bits=_PROGRAM_ID_DEFAULT_BITS)).bits
+        return Index(frozenset({node.lineno}), _LATER_AXIS_BITS if axis in (1, 2) else first)
     arguments = [*node.args, *(k.value for k in node.keywords)]
     if function == 'arange' and arguments:
         return Index(bits=_index(arguments[-1], taint).bits)
@@ -320,7 +348,7 @@ def _check(expression: ast.AST, taint: Taint, found: Found) -> None:
             left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
             parts = [_index(left, taint), _index(right, taint)]
             narrow = [(operand, part) for operand, part in zip((left, right), parts, strict=True) if part.narrow]
-            bits = _product_bits(left, right, parts[0].bits + parts[1].bits)
+            bits = _product_bits(left, right, taint)
             if narrow and not any(part.wide for part in parts) and bits >= _LIMIT_BITS:
                 found.setdefault(node, (narrow[0][0], narrow[0][1].lines))
                 break
@@ -389,16 +417,18 @@ def _compile_time(function: ast.FunctionDef) -> Taint:
             and _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS) == _UNBOUNDED_BITS}
 
 
-def narrow_products(tree: ast.Module) -> Found:
-    """The narrow program-id products of a file's jit functions; a helper's parameters hold what its callers in the
-    file pass them, so a program id is followed into the helpers a kernel calls (three levels deep)."""
+def narrow_products(tree: ast.Module, narrow_grid: bool = False) -> Found:
+    """The narrow program-id products of a file's jit functions, whose grids hold at most 65535 programs on every axis
+    where `narrow_grid`; a helper's parameters hold what its callers in the file pass them, so a program id is followed
+    into the helpers a kernel calls (three levels deep)."""
+    first_axis = {_FIRST_AXIS: Index(bits=_LATER_AXIS_BITS if narrow_grid else _PROGRAM_ID_DEFAULT_BITS)}
     functions = {function.name: function for function, _ in jit_functions(tree)}
     passed: dict[str, Taint] = {}
     for _ in range(3):
         found: Found = {}
         calls = Calls(functions)
         for name, function in functions.items():
-            _flow(function.body, {**_compile_time(function), **passed.get(name, {})}, found, calls)
+            _flow(function.body, {**first_axis, **_compile_time(function), **passed.get(name, {})}, found, calls)
         if calls.passed == passed:
             break
         passed = calls.passed
@@ -439,7 +469,7 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         if source.tree is None or 'program_id' not in source.text:
             continue
-        found = narrow_products(source.tree)
+        found = narrow_products(source.tree, bool(_NARROW_GRID_PATH.search(source.path)))
         reported = set()
         for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
             # one finding a line: `bos, eos = i_b * T, i_b * T + T` is one fault

@@ -42,7 +42,7 @@ NARROW = _kernel('''
         i_k = tl.program_id(2).to(tl.int64)
         o_row = i_t * BT + tl.arange(0, BT)
         i_blocks = tl.minimum(i_h, H - 1)
-        p_x = x + o_row[:, None] * H + i_blocks * K + i_k * BK
+        p_x = x + (o_row[:, None] * H + i_blocks) * K + i_k * BK
         b_x = tl.load(p_x)
         b_o = b_x * 2.0
         tl.store(o + tl.program_id(0) * T * H, b_o)
@@ -53,13 +53,13 @@ def test_program_id_products_without_an_int64_cast_are_reported(repo):
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: NARROW})
     report = repo.check('TRI002')
-    # one finding for the offset of `p_x`, whose products all go on from the same row; a head times a feature size
-    # (`i_blocks * K`) is small whatever it is cast to
+    # one finding for the offset of `p_x`, whose products all go on from the same row: tokens times heads alone stays
+    # below 2**31, times the features it does not
     assert _where(report) == [('TRI002', PATH, _line_of(NARROW, 'p_x = x')), ('TRI002', PATH, _line_of(NARROW, 'tl.store(o'))]
     first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
     assert [f.message for f in report.findings] == [
-        f'`o_row[:, None] * H` multiplies `o_row[:, None]`, derived from `tl.program_id` on line {first}, without an '
-        'int64 cast, and can pass 2**31',
+        f'`(o_row[:, None] * H + i_blocks) * K` multiplies `o_row[:, None] * H + i_blocks`, derived from `tl.program_id` '
+        f'on line {first}, without an int64 cast, and can pass 2**31',
         f'`tl.program_id(0) * T` multiplies `tl.program_id(0)`, derived from `tl.program_id` on line {store}, without an '
         'int64 cast, and can pass 2**31',
     ]
@@ -186,6 +186,43 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
             {offset}
             tl.store(p_x, tl.zeros([BK], dtype=tl.float32))
     ''')) == []
+
+
+@pytest.mark.parametrize('offset', [
+    pytest.param('p_g = g + i_b * HV * T_max + i_h * T_max', id='batch-times-heads-times-length-of-a-per-head-scalar'),
+    pytest.param('p_g = g + (i_tg // T_max * T_max + i_h) * HV', id='a-start-rounded-down-to-a-length-times-heads'),
+    pytest.param('p_g = g + bos * HV + i_h + o_t * HV', id='position-in-the-sequence-times-heads'),
+    pytest.param('p_g = g + o_d * g_stride_x_d', id='feature-index-times-feature-stride'),
+])
+def test_products_that_count_rows_within_each_other_are_not_reported(repo, offset):
+    # tokens times heads through three factors, a division rounded back, a chunk times its block size: each is a
+    # position in a per-head scalar (a gate), far below 2**31
+    assert _found(repo, _kernel(f'''
+        @triton.jit(do_not_specialize=['T_max'])
+        def demo_fwd_kernel(g, T_max, g_stride_x_d, HV: tl.constexpr, BT: tl.constexpr, BD: tl.constexpr):
+            i_t, i_bh = tl.program_id(0), tl.program_id(1)
+            i_b, i_h = i_bh // HV, i_bh % HV
+            i_tg = i_t
+            bos = i_b * T_max
+            o_t = i_t * BT + tl.arange(0, BT)
+            o_d = tl.arange(0, BD)
+            {offset}
+            tl.store(p_g, tl.zeros([BT], dtype=tl.float32))
+    ''')) == []
+
+
+def test_program_ids_of_kernels_for_a_grid_of_at_most_65535_programs_an_axis_stay_narrow(repo):
+    # Ascend NPUs launch at most 65535 programs on every axis: a row there times a width stays below 2**31
+    text = _kernel('''
+        @triton.jit
+        def demo_fwd_kernel(x, stride_x_row, D: tl.constexpr, BD: tl.constexpr):
+            row = tl.program_id(0)
+            p_x = x + row * stride_x_row + tl.arange(0, BD)
+            tl.store(p_x, tl.zeros([BD], dtype=tl.float32))
+    ''')
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({'fla/ops/demo/backends/triton_ascend/chunk.py': text, PATH: text})
+    assert [(f.path, f.line) for f in repo.check('TRI002').findings] == [(PATH, _line_of(text, 'p_x = x'))]
 
 
 @pytest.mark.parametrize(('offset', 'product'), [
