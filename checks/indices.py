@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from checks.triton import bound_names, cast_target, is_block_size, jit_functions, snippet
 from mrbot.rules import Context, Violation, last_name, rule
 
-# int32 holds values below 2**31: a product whose factors can reach this many bits together can wrap.
+# int32 holds values below 2**31: a product whose factors together can pass this many bits wraps.
 _LIMIT_BITS = 31
 # The largest launch the bounds below allow for (log2 of each extent): 4M tokens in one launch or one sequence (22),
 # 16K sequences (14), 128 heads (7), a head's features 512 (9), a model's width 16K (14), 256-wide blocks (8). A
@@ -42,12 +42,14 @@ _FIRST_AXIS = ' first axis'
 # stride (a model's width), head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in
 # parts, sequence lengths, token offsets; another stride, or a runtime name not listed, can be anything. A
 # compile-time parameter not listed is taken for a feature size.
+_ROW_STRIDE = re.compile(r'^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$')
 _SIZE_BITS = (
     (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
     (re.compile(r'^N[KV]$'), 4),
     (re.compile(r'^(?:K|V|DK|DV|HD|HEAD_DIM)$'), _HEAD_FEATURES),
     (re.compile(r'^(?:\w+_)?stride(?:_\w+)?_(?:h|hq|hv|hk|head|d|k|v)$|^s_(?:h|d|k|v)$'), _HEAD_FEATURES),
-    (re.compile(r'^(?:D|W)$|^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$'), _WIDTH),
+    (re.compile(r'^(?:D|W)$'), _WIDTH),
+    (_ROW_STRIDE, _WIDTH),
     (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), _HEADS),
     (re.compile(r'^(?:B|N|NB)$'), _SEQUENCES),
     (re.compile(r'^(?:NT|NC|NS)$'), _TOKENS - 2),
@@ -61,8 +63,8 @@ _UNBOUNDED_BITS = 64
 _DATA_NAME = re.compile(r'^b_\w+$')
 # Products that count rows of one dimension within another, bounded by what they count together, whatever the two
 # are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence (`NT`,
-# `tl.cdiv(T, BT)`) a chunk offset; a chunk times its block size a position in the sequence; batch times heads times
-# a sequence length the tokens of every head, times the chunks of a sequence their chunks.
+# `tl.cdiv(T, BT)`) a chunk offset; batch times heads times a sequence length the tokens of every head, times the
+# chunks of a sequence their chunks.
 _ROW_NAME = re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$')
 _BATCH_HEAD_NAME = re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv)$')
 _LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')
@@ -70,7 +72,7 @@ _CHUNKS_NAME = re.compile(r'^(?:NT|NC|NS)$')
 _TILE_NAME = re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$')
 _BLOCK_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
 _COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, _TOKENS), (_ROW_NAME, _CHUNKS_NAME, _TOKENS),
-                     (_TILE_NAME, _BLOCK_NAME, _TOKENS),
+
                      (_BATCH_HEAD_NAME, _LENGTH_NAME, _TOKENS + _HEADS), (_BATCH_HEAD_NAME, _CHUNKS_NAME, _TOKENS + _HEADS))
 # Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
 _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
@@ -82,11 +84,13 @@ _ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.IfExp)
 @dataclass(frozen=True)
 class Index:
     """What a value holds as an index: `lines` where a program id still in int32 entered it, `bits` how large it can
-    get (log2), and `wide` where it is int64, which Triton makes every sum or product it enters."""
+    get (log2), `wide` where it is int64, which Triton makes every sum or product it enters, and `row_of`."""
 
     lines: frozenset[int] = frozenset()
     bits: int = 0
     wide: bool = False
+    # the size a flat offset was divided by (`row = offs // D`): times the stride of such rows, it is the offset again
+    row_of: str = ''
 
     @property
     def narrow(self) -> bool:
@@ -152,9 +156,19 @@ def _factors(node: ast.expr) -> list[ast.expr]:
 def _product_bits(left: ast.expr, right: ast.expr, taint: Taint) -> int:
     """The bits of `left * right`: those of its factors, fewer where two of them count rows within each other."""
     factors = [*_factors(left), *_factors(right)]
-    bits = [_index(factor, taint).bits for factor in factors]
+    indices = [_index(factor, taint) for factor in factors]
+    bits = [index.bits for index in indices]
     counted = [_counted(factor) for factor in factors]
     total, paired = sum(bits), set()
+    # a row of a flat offset (`offs // D`) times the stride of its rows is that offset again
+    for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
+        if not {i, j} & paired and indices[i].row_of and _ROW_STRIDE.match(counted[j]):
+            total -= bits[j]
+            paired |= {i, j}
+    # a tile times its block size is a position in the dimension it tiles; in a longer product the block may be a
+    # row's width instead (`i_t * HV * BT` over [T, HV, BT])
+    if len(factors) == 2 and any(_TILE_NAME.match(counted[i]) and _BLOCK_NAME.match(counted[1 - i]) for i in (0, 1)):
+        return min(total, _TOKENS)
     # `x // T * T` is at most `x`
     for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
         factor = factors[i]
@@ -188,7 +202,10 @@ def _binary(node: ast.BinOp, taint: Taint) -> Index:
         bits = max(left.bits, right.bits)
     else:
         bits = _UNBOUNDED_BITS
-    return _joined([left, right], bits)
+    joined = _joined([left, right], bits)
+    if isinstance(node.op, ast.FloorDiv) and isinstance(node.right, ast.Name) and right.bits <= _WIDTH:
+        return Index(joined.lines, joined.bits, joined.wide, node.right.id)
+    return joined
 
 
 def _call(node: ast.Call, taint: Taint) -> Index:
@@ -268,7 +285,7 @@ def _named(name: str, index: Index) -> Index:
     if _DATA_NAME.match(name):
         return Index()
     bound = _name_bits(name, _PROGRAM_ID_BITS, _name_bits(name, _SIZE_BITS, _UNBOUNDED_BITS))
-    return Index(index.lines, min(index.bits, bound), index.wide)
+    return Index(index.lines, min(index.bits, bound), index.wide, index.row_of)
 
 
 def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str, Index]]:
@@ -349,7 +366,7 @@ def _check(expression: ast.AST, taint: Taint, found: Found) -> None:
             parts = [_index(left, taint), _index(right, taint)]
             narrow = [(operand, part) for operand, part in zip((left, right), parts, strict=True) if part.narrow]
             bits = _product_bits(left, right, taint)
-            if narrow and not any(part.wide for part in parts) and bits >= _LIMIT_BITS:
+            if narrow and not any(part.wide for part in parts) and bits > _LIMIT_BITS:
                 found.setdefault(node, (narrow[0][0], narrow[0][1].lines))
                 break
 
@@ -452,10 +469,11 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     (`k_stride_h`) 9, a model's width (`D`) or a row's stride 14, a head count (`H`) 7, a batch or sequence count
     (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `T_max`) or a token offset (`bos`, `all`) 22. A
     batch row times a sequence length or its chunks (`i_b * T`, `i_n * tl.cdiv(T, BT)`) is a token or chunk offset,
-    and batch times heads times a length the tokens of every head. A block of data (`b_gamma`) is no index. A stride
-    not named for a head, a feature or a row, or a name not listed, can be anything. A product is reported where its
-    factors can reach 31 bits together; once per offset expression (the first product of it that can pass 2**31) and
-    once a line. Comparisons make masks, not addresses.
+    and batch times heads times a length the tokens of every head. A row of a flat offset (`offs // D`) times its
+    rows' stride is the offset again, and `x // T * T` at most `x`. A block of data (`b_gamma`) is no index. A
+    stride not named for a head, a feature or a row, or a name not listed, can be anything. A product is reported
+    where its factors together can pass 2**31; once per offset expression (the first product of it that can pass
+    2**31) and once a line. Comparisons make masks, not addresses.
 
     Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
     once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large

@@ -128,7 +128,7 @@ def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
     sequence size and a runtime stride is reported, once."""
     text = _kernel('''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, chunk_indices, T, stride_k, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+        def demo_fwd_kernel(x, chunk_indices, T, stride_x, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                             BC: tl.constexpr, BK: tl.constexpr):
             i_kt, i_bh = tl.program_id(0), tl.program_id(1)
             i_k, i_t = i_kt % tl.cdiv(K, BK), i_kt // tl.cdiv(K, BK)
@@ -140,7 +140,7 @@ def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
             p_x = x + (tl.cast(i_b, tl.int64) * H + i_h) * T * K + o_k
             for j in range(0, tl.minimum(BC, T - i_t * BT)):
                 b_x = tl.load(p_x + j * K + o_k[None, :] * V, mask=m_t)
-            tl.store(x + (o_t + i_n) * H + o_k * stride_k, b_x)
+            tl.store(x + (o_t + i_n) * H + o_k * stride_x, b_x)
     ''')
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
@@ -193,13 +193,16 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
     pytest.param('p_g = g + (i_tg // T_max * T_max + i_h) * HV', id='a-start-rounded-down-to-a-length-times-heads'),
     pytest.param('p_g = g + bos * HV + i_h + o_t * HV', id='position-in-the-sequence-times-heads'),
     pytest.param('p_g = g + o_d * g_stride_x_d', id='feature-index-times-feature-stride'),
+    pytest.param('p_g = g + (o_t // BD) * g_stride_row + o_t % BD', id='row-of-a-flat-offset-times-the-row-stride'),
+    pytest.param('p_g = g + i_b * BT * 256', id='factors-that-reach-2**31-only-all-at-their-largest'),
 ])
 def test_products_that_count_rows_within_each_other_are_not_reported(repo, offset):
     # tokens times heads through three factors, a division rounded back, a chunk times its block size: each is a
     # position in a per-head scalar (a gate), far below 2**31
     assert _found(repo, _kernel(f'''
         @triton.jit(do_not_specialize=['T_max'])
-        def demo_fwd_kernel(g, T_max, g_stride_x_d, HV: tl.constexpr, BT: tl.constexpr, BD: tl.constexpr):
+        def demo_fwd_kernel(g, T_max, g_stride_x_d, g_stride_row, HV: tl.constexpr, BT: tl.constexpr,
+                            BD: tl.constexpr):
             i_t, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // HV, i_bh % HV
             i_tg = i_t
@@ -231,6 +234,7 @@ def test_program_ids_of_kernels_for_a_grid_of_at_most_65535_programs_an_axis_sta
     pytest.param('p_x = x + i_h * stride_t', 'i_h * stride_t', id='head-times-runtime-stride'),
     pytest.param('p_x = x + (i_b * T * H * K).to(tl.int64)', 'i_b * T * H * K', id='cast-after-a-product-that-wraps'),
     pytest.param('p_x, p_y = x + i_t * stride_t, x + i_t * stride_t + 1', 'i_t * stride_t', id='twice-on-one-line'),
+    pytest.param('p_x = x + i_t * H * BK', 'i_t * H * BK', id='a-position-times-heads-times-a-row-width'),
 ])
 def test_products_that_can_pass_int32_are_reported_once_per_offset(repo, offset, product):
     # the inner and the outer products of one offset were each reported (445 lines of upstream's twice or more)
