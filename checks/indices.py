@@ -19,6 +19,8 @@ _LIMIT_BITS = 31
 # 16K sequences (14), 128 heads (7), a head's features 512 (9), a model's width 16K (14), 256-wide blocks (8). A
 # tensor of tokens x heads x features at these sizes is far past 2**31 elements, a tensor of tokens x heads is not.
 _TOKENS, _SEQUENCES, _HEADS, _HEAD_FEATURES, _WIDTH = 22, 14, 7, 9, 14
+# A sequence's chunks: its tokens in blocks of at least 4.
+_CHUNKS = _TOKENS - 2
 # How many bits a program id takes by what it counts, from the name it is given (the house's `i_*` vocabulary): feature
 # tiles and the sub-chunks of a chunk a handful, a head or group up to the heads, a batch row or sequence up to the
 # sequences, a chunk of a sequence up to its tokens, batch times heads both; a program id under another name as many
@@ -28,7 +30,7 @@ _PROGRAM_ID_BITS = (
     (re.compile(r'^(?:i|pid)_(?:k|v|d|kv|dk|dv|i|j)(?:_\w+)?$'), 4),
     (re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head)(?:_\w+)?$'), _HEADS),
     (re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$'), _SEQUENCES),
-    (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), _TOKENS - 2),
+    (re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$'), _CHUNKS),
 )
 _PROGRAM_ID_DEFAULT_BITS = _TOKENS
 # A grid's second and third axes hold at most 65535 programs on NVIDIA GPUs, and every axis does on Ascend NPUs, whose
@@ -52,7 +54,7 @@ _SIZE_BITS = (
     (_ROW_STRIDE, _WIDTH),
     (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), _HEADS),
     (re.compile(r'^(?:B|N|NB)$'), _SEQUENCES),
-    (re.compile(r'^(?:NT|NC|NS)$'), _TOKENS - 2),
+    (re.compile(r'^(?:NT|NC|NS|TC)$'), _CHUNKS),
     (re.compile(r'^[A-Z][A-Z0-9]*_OFFSET$'), _TOKENS),
     (re.compile(r'^(?:T|L|S|seq_len|max_seqlen|T_\w+)$'), _TOKENS),
     (re.compile(r'^(?:all|bos|eos|boh|boc)$'), _TOKENS),
@@ -61,19 +63,25 @@ _CONSTEXPR_BITS = 13
 _UNBOUNDED_BITS = 64
 # The house's name for a block of data (`b_q`, `b_gamma`): a value, not an index.
 _DATA_NAME = re.compile(r'^b_\w+$')
-# Products that count rows of one dimension within another, bounded by what they count together, whatever the two
-# are apart: a batch row or sequence times a sequence length is a token offset, times the chunks of a sequence (`NT`,
-# `tl.cdiv(T, BT)`) a chunk offset; batch times heads times a sequence length the tokens of every head, times the
-# chunks of a sequence their chunks.
-_ROW_NAME = re.compile(r'^(?:i|pid)_(?:b|n|batch|seq)$')
-_BATCH_HEAD_NAME = re.compile(r'^(?:i|pid)_(?:bh|nh|bhq|nhq|bhv|nhv)$')
-_LENGTH_NAME = re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')
-_CHUNKS_NAME = re.compile(r'^(?:NT|NC|NS)$')
+# What a value counts, read from the names it is made of: rows of a batch (or sequences), heads, the tokens of a
+# sequence, its chunks.
+_KINDS = (
+    ('rows', re.compile(r'^(?:i|pid)_(?:b|n|batch|seq|bh|nh|bhq|nhq|bhv|nhv|bg|ng|bn)$|^(?:B|N|NB)$')),
+    ('heads', re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head|bh|nh|bhq|nhq|bhv|nhv|bg|ng)(?:_\w+)?$'
+                         r'|^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$')),
+    ('length', re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')),
+    ('chunks', re.compile(r'^(?:NT|NC|NS|TC)$')),
+    ('width', re.compile(r'^D$')),
+    ('row stride', _ROW_STRIDE),
+)
+# Kinds that two factors of a product count within each other, and the bits that takes off their sum: a batch row
+# times a sequence length is a token offset, times the chunks of a sequence a chunk offset (either at most the tokens
+# of a launch), and a width beside heads is a head's features.
+_WITHIN = (('rows', 'length', _SEQUENCES), ('rows', 'chunks', _SEQUENCES + _CHUNKS - _TOKENS),
+           ('heads', 'width', _WIDTH - _HEAD_FEATURES))
+_LENGTH_NAME = _KINDS[2][1]
 _TILE_NAME = re.compile(r'^(?:i|pid)_(?:t|c|s|chk|chunk|ti|tg|tc|cs|ts)(?:_\w+)?$')
 _BLOCK_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
-_COUNTED_TOGETHER = ((_ROW_NAME, _LENGTH_NAME, _TOKENS), (_ROW_NAME, _CHUNKS_NAME, _TOKENS),
-
-                     (_BATCH_HEAD_NAME, _LENGTH_NAME, _TOKENS + _HEADS), (_BATCH_HEAD_NAME, _CHUNKS_NAME, _TOKENS + _HEADS))
 # Calls whose result is an index computed from their arguments, so a narrow program id stays narrow through them.
 _INDEX_FUNCTIONS = frozenset({'abs', 'cdiv', 'int', 'max', 'max_contiguous', 'maximum', 'min', 'minimum', 'multiple_of',
                               'range', 'static_range', 'where'})
@@ -84,13 +92,15 @@ _ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.IfExp)
 @dataclass(frozen=True)
 class Index:
     """What a value holds as an index: `lines` where a program id still in int32 entered it, `bits` how large it can
-    get (log2), `wide` where it is int64, which Triton makes every sum or product it enters, and `row_of`."""
+    get (log2), `wide` where it is int64, which Triton makes every sum or product it enters, `row_of` and `kinds`."""
 
     lines: frozenset[int] = frozenset()
     bits: int = 0
     wide: bool = False
     # the size a flat offset was divided by (`row = offs // D`): times the stride of such rows, it is the offset again
     row_of: str = ''
+    # what it counts (see _KINDS)
+    kinds: frozenset[str] = frozenset()
 
     @property
     def narrow(self) -> bool:
@@ -128,15 +138,22 @@ def _name_bits(name: str, table: tuple[tuple[re.Pattern[str], int], ...], defaul
 
 
 def _joined(parts: list[Index], bits: int) -> Index:
-    """An arithmetic result of `parts` of `bits` bits: int64 where any part is, else narrow from every narrow part."""
+    """An arithmetic result of `parts` of `bits` bits: int64 where any part is, else narrow from every narrow part;
+    it counts what they count."""
+    kinds = frozenset().union(*(part.kinds for part in parts))
     if any(part.wide for part in parts):
-        return Index(bits=bits, wide=True)
-    return Index(frozenset().union(*(part.lines for part in parts)), bits)
+        return Index(bits=bits, wide=True, kinds=kinds)
+    return Index(frozenset().union(*(part.lines for part in parts)), bits, kinds=kinds)
 
 
 def _either(one: Index, other: Index) -> Index:
     """What a name holds after two paths: int64 only where both made it so."""
-    return Index(one.lines | other.lines, max(one.bits, other.bits), one.wide and other.wide)
+    return Index(one.lines | other.lines, max(one.bits, other.bits), one.wide and other.wide,
+                 kinds=one.kinds | other.kinds)
+
+
+def _kinds(name: str) -> frozenset[str]:
+    return frozenset(kind for kind, pattern in _KINDS if pattern.match(name))
 
 
 def _counted(node: ast.expr) -> str:
@@ -162,7 +179,7 @@ def _product_bits(left: ast.expr, right: ast.expr, taint: Taint) -> int:
     total, paired = sum(bits), set()
     # a row of a flat offset (`offs // D`) times the stride of its rows is that offset again
     for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
-        if not {i, j} & paired and indices[i].row_of and _ROW_STRIDE.match(counted[j]):
+        if not {i, j} & paired and indices[i].row_of and 'row stride' in indices[j].kinds | _kinds(counted[j]):
             total -= bits[j]
             paired |= {i, j}
     # a tile times its block size is a position in the dimension it tiles; in a longer product the block may be a
@@ -176,11 +193,13 @@ def _product_bits(left: ast.expr, right: ast.expr, taint: Taint) -> int:
                 and ast.dump(factor.right) == ast.dump(factors[j])):
             total -= max(bits[i] + bits[j] - _index(factor.left, taint).bits, 0)
             paired |= {i, j}
-    for rows, counts, together in _COUNTED_TOGETHER:
+    kinds = [index.kinds | _kinds(name) for index, name in zip(indices, counted, strict=True)]
+    for one, other, fewer in _WITHIN:
         for i, j in ((i, j) for i in range(len(factors)) for j in range(len(factors)) if i != j):
-            if {i, j} & paired or not (rows.match(counted[i]) and counts.match(counted[j])):
+            # a factor that counts both already holds the one within the other
+            if {i, j} & paired or not (one in kinds[i] - kinds[j] and other in kinds[j] - kinds[i]):
                 continue
-            total -= max(bits[i] + bits[j] - together, 0)
+            total -= min(fewer, bits[i], bits[j])
             paired |= {i, j}
     return total
 
@@ -246,7 +265,7 @@ def _index(node: ast.AST, taint: Taint) -> Index:
         value = node.value
         return Index(bits=max(value.bit_length(), 1) if isinstance(value, int) and not isinstance(value, bool) else 0)
     if isinstance(node, ast.Name):
-        return taint.get(node.id) or Index(bits=_name_bits(node.id, _SIZE_BITS, _UNBOUNDED_BITS))
+        return taint.get(node.id) or Index(bits=_name_bits(node.id, _SIZE_BITS, _UNBOUNDED_BITS), kinds=_kinds(node.id))
     if isinstance(node, ast.BinOp):
         return _binary(node, taint)
     if isinstance(node, ast.UnaryOp):
@@ -285,7 +304,7 @@ def _named(name: str, index: Index) -> Index:
     if _DATA_NAME.match(name):
         return Index()
     bound = _name_bits(name, _PROGRAM_ID_BITS, _name_bits(name, _SIZE_BITS, _UNBOUNDED_BITS))
-    return Index(index.lines, min(index.bits, bound), index.wide, index.row_of)
+    return Index(index.lines, min(index.bits, bound), index.wide, index.row_of, _kinds(name) or index.kinds)
 
 
 def _bindings(target: ast.expr, value: ast.expr, taint: Taint) -> list[tuple[str, Index]]:
@@ -429,7 +448,7 @@ def _flow(statements: list[ast.stmt], taint: Taint, found: Found, calls: Calls) 
 def _compile_time(function: ast.FunctionDef) -> Taint:
     """The `tl.constexpr` parameters of `function` whose names say nothing of their size, as feature sizes."""
     parameters = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-    return {p.arg: Index(bits=_CONSTEXPR_BITS) for p in parameters
+    return {p.arg: Index(bits=_CONSTEXPR_BITS, kinds=_kinds(p.arg)) for p in parameters
             if p.annotation is not None and last_name(p.annotation) == 'constexpr'
             and _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS) == _UNBOUNDED_BITS}
 
@@ -467,13 +486,14 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     14, a chunk (`i_t`) 20, batch times heads (`i_bh`, `i_nh`) 21, any other 22, and one of a grid's second or third
     axis at most 16 (65535 programs); a block size (`BT`) 8, a head's feature size (`K`, `V`) or stride
     (`k_stride_h`) 9, a model's width (`D`) or a row's stride 14, a head count (`H`) 7, a batch or sequence count
-    (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `T_max`) or a token offset (`bos`, `all`) 22. A
-    batch row times a sequence length or its chunks (`i_b * T`, `i_n * tl.cdiv(T, BT)`) is a token or chunk offset,
-    and batch times heads times a length the tokens of every head. A row of a flat offset (`offs // D`) times its
-    rows' stride is the offset again, and `x // T * T` at most `x`. A block of data (`b_gamma`) is no index. A
-    stride not named for a head, a feature or a row, or a name not listed, can be anything. A product is reported
-    where its factors together can pass 2**31; once per offset expression (the first product of it that can pass
-    2**31) and once a line. Comparisons make masks, not addresses.
+    (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `T_max`) or a token offset (`bos`, `all`) 22.
+    Each value also keeps what it counts (batch rows, heads, a sequence's tokens or chunks), through sums and
+    products: a batch row times a sequence length or its chunks (`i_b * T`, `(i_b * H + i_h) * NT`, `i_n *
+    tl.cdiv(T, BT)`) is a token or chunk offset, a width beside heads (`(i_n * H + i_h) * D`) a head's features. A
+    row of a flat offset (`offs // D`) times its rows' stride is the offset again, and `x // T * T` at most `x`. A
+    block of data (`b_gamma`) is no index. A stride not named for a head, a feature or a row, or a name not listed,
+    can be anything. A product is reported where its factors together can pass 2**31; once per offset expression
+    (the first product of it that can pass 2**31) and once a line. Comparisons make masks, not addresses.
 
     Program ids are int32, and so is every product of them with int32 sizes: `(i_t * BT + o_t) * H * K` wraps around
     once the tensor holds more than 2**31 elements, and the kernel silently reads and writes the wrong memory. Large

@@ -195,14 +195,16 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
     pytest.param('p_g = g + o_d * g_stride_x_d', id='feature-index-times-feature-stride'),
     pytest.param('p_g = g + (o_t // BD) * g_stride_row + o_t % BD', id='row-of-a-flat-offset-times-the-row-stride'),
     pytest.param('p_g = g + i_b * BT * 256', id='factors-that-reach-2**31-only-all-at-their-largest'),
+    pytest.param('p_g = g + (i_b * HV + i_h) * D', id='sequence-and-head-times-a-width-beside-heads'),
+    pytest.param('p_g = g + (i_b * HV + i_h) * TC + o_t', id='sequence-and-head-times-the-chunks-of-a-sequence'),
 ])
 def test_products_that_count_rows_within_each_other_are_not_reported(repo, offset):
     # tokens times heads through three factors, a division rounded back, a chunk times its block size: each is a
     # position in a per-head scalar (a gate), far below 2**31
     assert _found(repo, _kernel(f'''
         @triton.jit(do_not_specialize=['T_max'])
-        def demo_fwd_kernel(g, T_max, g_stride_x_d, g_stride_row, HV: tl.constexpr, BT: tl.constexpr,
-                            BD: tl.constexpr):
+        def demo_fwd_kernel(g, T_max, TC, g_stride_x_d, g_stride_row, HV: tl.constexpr, BT: tl.constexpr,
+                            BD: tl.constexpr, D: tl.constexpr):
             i_t, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // HV, i_bh % HV
             i_tg = i_t
@@ -211,6 +213,22 @@ def test_products_that_count_rows_within_each_other_are_not_reported(repo, offse
             o_d = tl.arange(0, BD)
             {offset}
             tl.store(p_g, tl.zeros([BT], dtype=tl.float32))
+    ''')) == []
+
+
+def test_a_row_of_a_flat_offset_is_followed_into_the_helper_that_strides_it(repo):
+    # an elementwise kernel passes its flat offsets and its rows' stride to a helper that splits them into rows
+    assert _found(repo, _kernel('''
+        @triton.jit
+        def _flat_offset(offs, D: tl.constexpr, stride):
+            row = offs // D
+            return row * stride + offs % D
+
+        @triton.jit
+        def demo_fwd_kernel(x, T, stride_x_row, D: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(1)
+            offs = pid * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x + _flat_offset(offs, D, stride_x_row), tl.zeros([BLOCK], dtype=tl.float32), mask=offs < T)
     ''')) == []
 
 
