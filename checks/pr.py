@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from mrbot.rules import Context, Violation, rule
 
 _TITLE = re.compile(r'^\[([^\[\]]+)\] +(\S.*)$')
-_TWO_TAGS = re.compile(r'^\[[^\]]*\]\s*\[')
+# `[Conv][Fix] x`; `[Fix] [Test] x` is a tag and a summary, as upstream's own title check reads it
+_TWO_TAGS = re.compile(r'^\[[^\]]*\]\[')
 # The opening of an ATX heading; the rest of the line is read in `_heading`, in time linear in its length.
 _HEADING = re.compile(r'[ \t]{0,3}#{1,6}[ \t]')
 _PLACEHOLDER = re.compile(r'^\s*(?:TODO|TBD|\.\.\.|…|_No response_)\s*$', re.IGNORECASE)

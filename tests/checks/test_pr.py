@@ -29,6 +29,7 @@ def _pr_findings(report):
     ('[Simple GLA] Share the prologue', []),
     ('Fix varlen offsets', [('MR-TITLE', 'error', "title 'Fix varlen offsets' is not `[Tag] Summary`")]),
     ('[Conv][Fix] Two tags', [('MR-TITLE', 'error', "title '[Conv][Fix] Two tags' has more than one tag; use exactly one")]),
+    ('[Fix] [Test] Remove dead kernels and test the rest', []),
     ('[Fix]Missing space', [('MR-TITLE', 'error', "title '[Fix]Missing space' is not `[Tag] Summary`")]),
     ('[Wibble] Unknown tag', [('MR-TITLE', 'warning', 'title tag [Wibble] is not one of: Backends, Bench, Bot, Build, '
                                                      'Checks, CI, Docs, Fix, KDA, Misc, Ops, Perf, Refactor, Simple GLA, '
