@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import re
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from mrbot.rules import Context, SourceFile, Violation, rule
 
 SAFE, SOFTPLUS = 'safe gate', 'softplus gate'
 _PATH_NAMES = {SAFE: 'the safe gate path (`lower_bound * sigmoid`)', SOFTPLUS: 'the softplus gate path'}
+# How a PR's title or body names each path when it says a change is meant for that path alone.
+_PATH_WORDS = {SAFE: re.compile(r'lower[ _-]?bound|safe[ _-]gate'), SOFTPLUS: re.compile(r'softplus')}
 _SIGNIFICANT = frozenset({tokenize.NAME, tokenize.OP, tokenize.NUMBER})
 _LISTED_LINES = 5
 
@@ -176,8 +179,10 @@ def one_sided_gate_change(context: Context) -> Iterator[Violation]:
     becoming `lower_bound * torch.sigmoid(rate * x.clamp(-20, 20)) if safe_gate else -rate * F.softplus(x)`.
 
     Instead: clamp on both paths, `... if safe_gate else -rate * F.softplus(x.clamp(-20, 20))`, or keep the one-sided
-    change and state in the PR body why the softplus path does not need it.
+    change and state in the PR body why the softplus path does not need it. A title or body that names the path that
+    changed (`lower bound`, `safe gate`, `softplus`) has said so, and gets no note.
     """
+    stated = ' '.join(filter(None, (context.change.title, context.change.body))).lower()
     for source in context.sources('*.py'):
         if not _is_kda_source(source.path, context.config.source_roots):
             continue
@@ -185,6 +190,8 @@ def one_sided_gate_change(context: Context) -> Iterator[Violation]:
         if len(touched) != 1:
             continue
         (changed, lines), = touched.items()
+        if _PATH_WORDS[changed].search(stated):
+            continue
         other = SOFTPLUS if changed == SAFE else SAFE
         where = sorted(set(lines))
         shown = ', '.join(map(str, where[:_LISTED_LINES])) + (' ...' if len(where) > _LISTED_LINES else '')

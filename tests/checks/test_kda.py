@@ -130,3 +130,13 @@ def test_new_file_with_one_path_only_is_noted(repo):
     safe_only = 'def safe_gate_fwd(x, rate, lower_bound):\n    return lower_bound * x.mul(rate).sigmoid()\n'
     repo.write({'fla/ops/kda/safe_gate.py': safe_only})
     assert _findings(repo.check('KDA001')) == [('KDA001', 'note', 'fla/ops/kda/safe_gate.py', 2)]
+
+
+@pytest.mark.parametrize('title, body', [
+    ('[KDA] Clamp the lower-bound gate', ''),
+    ('[KDA] Clamp the gate', 'Only the safe gate saturates; the softplus path is unbounded by design.'),
+])
+def test_a_one_sided_change_the_pr_names_is_not_noted(repo, title, body):
+    # the note asks the author to say the change is meant for one path: a title or body naming that path has said so
+    repo.write({GATE: ONE_LINE_GATE.replace('torch.sigmoid(rate * x)', 'torch.sigmoid(rate * x.clamp(-20, 20))')})
+    assert repo.check('KDA001', title=title, body=body).findings == ()
