@@ -33,6 +33,16 @@ else:
 PYPROJECT = 'pyproject.toml'
 # Where GitHub looks for contribution guidelines, in the order it looks.
 GUIDES = ('CONTRIBUTING.md', '.github/CONTRIBUTING.md', 'docs/CONTRIBUTING.md')
+# Where a repository tells coding agents its rules; they bind people's changes as much.
+AGENT_GUIDES = ('AGENTS.md', 'CLAUDE.md', '.github/copilot-instructions.md')
+# Rules of house style, not of correctness, that bind a repository only where its guides state them, and the words
+# that state each.
+HOUSE_RULES = {
+    'MR-ATTRIBUTION': re.compile(r'tool attribution|co-authored-by|generated with', re.IGNORECASE),
+    'CMT001': re.compile(r'\bbanner', re.IGNORECASE),
+    'CMT002': re.compile(r'commented[- ]out code', re.IGNORECASE),
+    'CMT004': re.compile(r'personal aside|name in a comment', re.IGNORECASE),
+}
 VERIFIER_FILES = '*/backends/*'
 
 # A year that does not start a range: `2024` in "(c) 2024," and `2026` in "2023-2026", not `2023` in "2023-present".
@@ -74,6 +84,8 @@ class Preset:
     verifier_pass_through: bool
     overrides: tuple[PathOverride, ...]
     origins: tuple[str, ...]
+    # house rules that no guide of the repository states, turned off
+    unstated: tuple[str, ...] = ()
     # mrbot's defaults name its own shared code; elsewhere the import graph finds the tests shared code reaches.
     global_paths: tuple[str, ...] = ()
 
@@ -233,6 +245,17 @@ def derive_overrides(root: Path, guide: Guide | None, rules: list[Rule]) -> tupl
     return tuple(PathOverride(tuple(globs), {rule_id: 'off'}) for rule_id, globs in exempted.items()), origins
 
 
+def derive_unstated(root: Path) -> tuple[tuple[str, ...], str]:
+    """The house rules (HOUSE_RULES) that none of the repository's guides states."""
+    texts = [(root / path).read_text(encoding='utf-8', errors='replace') for path in (*GUIDES, *AGENT_GUIDES)
+             if (root / path).is_file()]
+    unstated = tuple(rule for rule, words in HOUSE_RULES.items() if not any(words.search(text) for text in texts))
+    if not unstated:
+        return (), 'house rules: each is stated in the guides (CONTRIBUTING.md, AGENTS.md)'
+    return unstated, (f"{', '.join(unstated)} off: no guide of the repository ({', '.join((*GUIDES, *AGENT_GUIDES))}) "
+                      'states them')
+
+
 def derive(root: Path, config: Config) -> Preset:
     sources = [path for path in python_files(root) if config.is_source(path)]
     guide = read_guide(root)
@@ -240,9 +263,11 @@ def derive(root: Path, config: Config) -> Preset:
     title_tags, tags_origin = derive_title_tags(guide)
     pass_through, pass_through_origin = derive_pass_through(root, sources)
     overrides, override_origins = derive_overrides(root, guide, all_rules())
+    unstated, unstated_origin = derive_unstated(root)
     global_origin = 'global-paths = []: the import graph finds the tests that reach shared code'
     return Preset(header, title_tags, pass_through, overrides,
-                  (header_origin, tags_origin, pass_through_origin, *override_origins, global_origin))
+                  (header_origin, tags_origin, pass_through_origin, *override_origins, unstated_origin, global_origin),
+                  unstated=unstated)
 
 
 def render(preset: Preset) -> str:
@@ -256,6 +281,8 @@ def render(preset: Preset) -> str:
     if preset.verifier_pass_through:
         lines.append('verifier-pass-through = true')
     lines.append(f'global-paths = {toml_array(preset.global_paths)}')
+    if preset.unstated:
+        lines.append(f"rules = {toml_value(dict.fromkeys(preset.unstated, 'off'))}")
     for override in preset.overrides:
         lines += ['', '[[tool.mrbot.overrides]]', f'paths = {toml_array(override.paths)}',
                   f'rules = {toml_value(override.rules)}']

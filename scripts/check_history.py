@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """Run `mrbot check` over every commit of a repository against its parent and audit what it reports.
 
-Usage: python scripts/check_history.py [REPO] [--last N] [--path PATH] [--findings FILE]
+Usage: python scripts/check_history.py [REPO] [--last N] [--path PATH] [--findings FILE] [--derive-settings]
 
-`--findings` writes every finding, one JSON object a line, with the commit it was made on.
+`--findings` writes every finding, one JSON object a line, with the commit it was made on. `--derive-settings` checks
+each commit with the settings `mrbot init` derives from the repository at that commit (its header, title tags, the
+exemptions and house rules its guides state then), as a repository that had installed mrbot then would have been
+checked; without it, with the settings `mrbot --config`, MRBOT_CONFIG or the pyproject give.
 
 The checkout is moved to each commit in turn, so rules that read the rest of the repository (the tests, the import
 graph) see it as the commit left it, and moved back to where it was at the end. Every finding must belong to its
@@ -27,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mrbot import git  # noqa: E402
 from mrbot.check import evaluate  # noqa: E402
+from mrbot.config import parse_config  # noqa: E402
+from mrbot.init import derive, render  # noqa: E402
 from mrbot.records import ChangeSet, Finding  # noqa: E402
 from mrbot.rules import all_rules  # noqa: E402
 from mrbot.workspace import Workspace  # noqa: E402
@@ -56,6 +61,8 @@ def main() -> int:
     parser.add_argument('--last', type=int, help='only the newest N commits')
     parser.add_argument('--path', help='only commits that touch this path, e.g. fla/')
     parser.add_argument('--findings', type=Path, help='write every finding here as JSON lines')
+    parser.add_argument('--derive-settings', action='store_true',
+                        help="check each commit with the settings `mrbot init` derives from it")
     args = parser.parse_args()
     root = git.repo_root(Path(args.repo).resolve())
     if _git(root, 'status', '--porcelain', '--untracked-files=no'):
@@ -75,6 +82,8 @@ def main() -> int:
                 continue
             _git(root, 'checkout', '--quiet', '--detach', sha)
             workspace = Workspace.load(root)
+            if args.derive_settings:
+                workspace = Workspace(root, parse_config(render(derive(root, workspace.config)), 'mrbot init'))
             change = git.changeset(root, parent, sha, max_bytes=workspace.config.max_file_bytes)
             report = evaluate(change, workspace, rules)
             if any(finding.severity == 'error' for finding in report.findings):
