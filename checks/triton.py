@@ -6,6 +6,7 @@ is checked in `indices`)."""
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from collections.abc import Iterator, Set
 
@@ -80,22 +81,60 @@ def block_pointers(context: Context) -> Iterator[Violation]:
     `p_q = tl.advance(p_q, (BT, 0))`.
 
     Instead: `o_t = i_t * BT + tl.arange(0, BT)` and `tl.load(q + o_t[:, None] * H * K + o_k[None, :], mask=m_tk)`.
+
+    A use is new where its function did not have it at the base (each function's uses matched in order by what they
+    call): a fix to the arguments of a block pointer a kernel already had is not asked to migrate the kernel.
     """
     for source in context.sources('*.py'):
         tree = source.tree
         if tree is None or not any(api in source.text for api in _BLOCK_POINTER_APIS):
             continue
         imports_triton = _imports_triton(tree)
+        base = source.file.trees[0] if source.file.trees else None
+        for node in _new_block_pointer_uses(tree, base, imports_triton):
+            yield Violation(source.path, node.lineno, f'`{dotted_name(node)}` addresses memory through a block pointer',
+                            column=node.col_offset)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in _BLOCK_POINTER_APIS and dotted_name(node):
-                if node.attr == 'make_block_ptr' or imports_triton:
-                    yield Violation(source.path, node.lineno, f'`{dotted_name(node)}` addresses memory through a block '
-                                                              'pointer', column=node.col_offset)
-            elif isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] == 'triton':
+            if isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] == 'triton':
                 for alias in node.names:
                     if alias.name in _BLOCK_POINTER_APIS:
                         yield Violation(source.path, node.lineno, f'`{alias.name}` imported from `{node.module}`: block '
                                                                   'pointers are not used here', column=node.col_offset)
+
+
+def _block_pointer_uses(tree: ast.Module | None, imports_triton: bool) -> list[tuple[str, ast.Attribute]]:
+    """Each `<name>.make_block_ptr` (and `<name>.advance` where the file imports triton) with the name of the function
+    it is in ('' at module level)."""
+    uses = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if (isinstance(child, ast.Attribute) and child.attr in _BLOCK_POINTER_APIS and dotted_name(child)
+                    and (child.attr == 'make_block_ptr' or imports_triton)):
+                uses.append((function, child))
+            visit(child, inner)
+
+    if tree is not None:
+        visit(tree, '')
+    return uses
+
+
+def _new_block_pointer_uses(tree: ast.Module, base: ast.Module | None, imports_triton: bool) -> list[ast.Attribute]:
+    """The uses of `tree` that its function did not have at `base`: each function's uses in order, matched to the
+    base's by what they call, and those left over."""
+    before: dict[str, list[str]] = {}
+    for function, node in _block_pointer_uses(base, imports_triton):
+        before.setdefault(function, []).append(node.attr)
+    now: dict[str, list[ast.Attribute]] = {}
+    for function, node in _block_pointer_uses(tree, imports_triton):
+        now.setdefault(function, []).append(node)
+    new = []
+    for function, nodes in now.items():
+        matcher = difflib.SequenceMatcher(a=before.get(function, []), b=[node.attr for node in nodes], autojunk=False)
+        matched = {block.b + k for block in matcher.get_matching_blocks() for k in range(block.size)}
+        new += [node for index, node in enumerate(nodes) if index not in matched]
+    return sorted(new, key=lambda node: (node.lineno, node.col_offset))
 
 
 def cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:

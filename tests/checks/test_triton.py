@@ -72,6 +72,19 @@ def test_block_pointer_already_in_the_base_is_not_reported(repo):
     assert _where(repo.check('TRI001')) == []
 
 
+def test_a_fix_to_the_arguments_of_a_block_pointer_a_kernel_had_is_not_a_new_use(repo):
+    # upstream's fix of a wrong offset (`(0,)` to `(i_v * BT,)`) is not asked to migrate the kernel; a second block
+    # pointer in the same kernel is new use
+    repo.commit({PATH: BLOCK_POINTERS})
+    fixed = BLOCK_POINTERS.replace('(0,), (BT,), (0,))', '(tl.program_id(0) * BT,), (BT,), (0,))')
+    repo.write({PATH: fixed})
+    assert _where(repo.check('TRI001')) == []
+    grown = fixed.replace('    tl.store(o, tl.load(p_q))',
+                          '    p_o = tl.make_block_ptr(o, (T,), (1,), (0,), (BT,), (0,))\n    tl.store(p_o, tl.load(p_q))')
+    repo.write({PATH: grown})
+    assert _where(repo.check('TRI001')) == [('TRI001', PATH, _line_of(grown, 'p_o = tl.make_block_ptr'))]
+
+
 SPECIALIZED = _kernel('''
     @triton.autotune(configs=[triton.Config({})], key=['K'])
     @triton.jit
