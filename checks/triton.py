@@ -204,6 +204,9 @@ def sequence_length_specialization(context: Context) -> Iterator[Violation]:
     each combination; a sequence length changes with every batch, so without `do_not_specialize` a training run
     stalls on recompilations and fills the cache with copies of the same kernel.
 
+    A kernel that takes the number of chunks as `NT: tl.constexpr` compiles for every length by design, and listing
+    `T` would change nothing: it is not reported.
+
     Example: `@triton.jit` above `def chunk_fwd_kernel(q, k, o, T, H: tl.constexpr, BT: tl.constexpr):`.
 
     Instead: `@triton.jit(do_not_specialize=['T'])` above the same definition.
@@ -214,7 +217,7 @@ def sequence_length_specialization(context: Context) -> Iterator[Violation]:
         launched = None
         for function, decorator in jit_functions(source.tree):
             length = next((a for a in _positional_parameters(function) if a.arg == 'T'), None)
-            if length is None or _unspecialized(decorator, function, 'T'):
+            if length is None or _unspecialized(decorator, function, 'T') or _chunks_at_compile_time(function):
                 continue
             if 'kernel' not in function.name:
                 launched = _launched_kernels(source.tree) if launched is None else launched
@@ -224,6 +227,31 @@ def sequence_length_specialization(context: Context) -> Iterator[Violation]:
             yield Violation(source.path, length.lineno, f'kernel `{function.name}` specializes on the sequence length '
                                                         '`T`: every new length compiles a new kernel',
                             column=length.col_offset, anchors=anchors)
+
+
+# Calls whose arguments shape a block and must be known when the kernel compiles.
+_BUILTINS = frozenset({'range', 'min', 'max', 'abs', 'int', 'float', 'len', 'print'})
+_SHAPING_CALLS = frozenset({'arange', 'zeros', 'full', 'reshape', 'view', 'broadcast_to', 'make_block_ptr',
+                            'static_range', 'make_tensor_descriptor', 'split', 'join', 'permute', 'trans'})
+
+
+def _shaping_names(function: ast.FunctionDef) -> set[str]:
+    """The names that go into a block's shape in `function`: the arguments of a call of `_SHAPING_CALLS`, or of a
+    call of a plain name other than a builtin (a jit helper may shape with them)."""
+    names = set()
+    for node in ast.walk(function):
+        called = dotted_name(node.func) if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Call) and (last_name(node.func) in _SHAPING_CALLS
+                                           or (called and '.' not in called and called not in _BUILTINS)):
+            names |= {n.id for argument in [*node.args, *(k.value for k in node.keywords)]
+                      for n in ast.walk(argument) if isinstance(n, ast.Name)}
+    return names
+
+
+def _chunks_at_compile_time(function: ast.FunctionDef) -> bool:
+    """Whether the kernel takes the number of chunks of its sequence (`NT`, `NC`) as a compile-time value."""
+    return any(p.arg in ('NT', 'NC') and _is_constexpr(p.annotation)
+               for p in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs))
 
 
 def _is_constexpr(annotation: ast.expr | None) -> bool:
@@ -246,6 +274,9 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
     `if USE_G:` becomes a branch in the compiled code instead of removing the dead path. The naming convention is how a
     reader knows which values shape the compiled kernel.
 
+    A block-size name that shapes nothing, used only as a loop bound or in arithmetic (`BS = cdiv(T, NS)`, computed by
+    the launcher for every call), is a runtime count on purpose and is not reported.
+
     Example: `def chunk_fwd_kernel(q, k, T, BT, USE_G):`.
 
     Instead: `def chunk_fwd_kernel(q, k, T, BT: tl.constexpr, USE_G: tl.constexpr):`.
@@ -255,8 +286,13 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
             continue
         for function, _ in jit_functions(source.tree):
             arguments = function.args
+            shaping = _shaping_names(function)
             for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-                if _COMPILE_TIME_NAME.match(parameter.arg) and not _is_constexpr(parameter.annotation):
+                name = parameter.arg
+                # a block size that shapes nothing (a loop's bound, say) may be a runtime count on purpose
+                if name.startswith('B') and name not in shaping:
+                    continue
+                if _COMPILE_TIME_NAME.match(name) and not _is_constexpr(parameter.annotation):
                     yield Violation(source.path, parameter.lineno, f'parameter `{parameter.arg}` of `{function.name}` '
                                                                    'is named as a compile-time value but is not '
                                                                    '`tl.constexpr`', column=parameter.col_offset)

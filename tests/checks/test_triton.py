@@ -174,8 +174,33 @@ COMPILE_TIME = _kernel('''
         IS_VARLEN: tl.constexpr,
         HAS_BIAS: triton.language.constexpr,
     ):
-        tl.store(x, B + T + BT + BLOCK_SIZE + USE_G + bt + BH + BH_OFFSET + BHV)
+        o_x = tl.arange(0, BT) + tl.arange(0, BLOCK_SIZE) + tl.arange(0, BHV)
+        tl.store(x + o_x, B + T + USE_G + bt + BH + BH_OFFSET)
 ''')
+
+
+def test_a_kernel_taking_its_chunks_at_compile_time_is_not_asked_to_leave_t_unspecialized(repo):
+    # it compiles for every length through `NT` by design: listing `T` would change nothing
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit
+        def demo_fwd_kernel(x, T, NT: tl.constexpr, BT: tl.constexpr):
+            for i_t in tl.static_range(NT):
+                tl.store(x + i_t * BT + tl.arange(0, BT), tl.zeros([BT], dtype=tl.float32), mask=i_t * BT < T)
+    ''')})
+    assert _where(repo.check('TRI003')) == []
+
+
+def test_a_block_size_name_that_shapes_nothing_may_be_a_runtime_count(repo):
+    # upstream's launcher computes `BS = cdiv(T, NS)` for every call: a loop's bound, which a constexpr would recompile
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({PATH: _kernel('''
+        @triton.jit
+        def demo_bwd_kernel(x, T, BS, BD: tl.constexpr):
+            for i in range(0, BS):
+                tl.store(x + i * BD + tl.arange(0, BD), tl.zeros([BD], dtype=tl.float32), mask=i < T)
+    ''')})
+    assert _where(repo.check('TRI004')) == []
 
 
 def test_compile_time_names_without_constexpr_are_reported(repo):
