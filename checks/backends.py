@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mrbot.rules import Context, SourceFile, Violation, dotted_name, last_name, rule
-from mrbot.selection import imported_module
+from mrbot.selection import imported_at_import, imported_module
 
 # Required by the library itself, so a backend may import them at module level.
 _ALWAYS_INSTALLED = frozenset({'torch', 'triton', 'numpy'})
@@ -87,6 +87,32 @@ def _backend_sources(context: Context) -> Iterator[SourceFile]:
         if source.file.status != 'deleted' and context.config.is_source(source.path) and _is_backend_module(source.path) \
                 and source.tree is not None:
             yield source
+
+
+def _imported_with_packages(context: Context) -> set[str]:
+    """The files that importing the backends packages of the changed files runs: each package's `__init__.py` and
+    the package's modules it imports at import time, through the head's files; not those a backend imports in its
+    methods."""
+    graph = context.workspace.graph
+    packages = {'/'.join(parts[:len(parts) - parts[::-1].index('backends')]) for source in _backend_sources(context)
+                if 'backends' in (parts := source.path.split('/'))[:-1]}
+    todo = [f'{package}/__init__.py' for package in packages]
+    found = {source.path for source in _backend_sources(context) if source.path.endswith('/backends.py')}
+    while todo:
+        path = todo.pop()
+        if path in found:
+            continue
+        found.add(path)
+        changed = context.change.file(path)
+        try:
+            text = changed.text if changed is not None and changed.text is not None else \
+                (context.workspace.root / path).read_text(encoding='utf-8')
+            tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        todo += [graph.by_module[module] for module in imported_at_import(path, tree, graph)
+                 if graph.by_module[module].startswith(tuple(f'{package}/' for package in packages))]
+    return found
 
 
 def _backends_package(path: str, context: Context) -> str:
@@ -534,7 +560,10 @@ def import_side_effects(context: Context) -> Iterator[Violation]:
     Instead: keep `torch.compile` as it is, and leave the one function out of compilation where it is defined
     (`@torch.compiler.disable`), or in the backend's method that runs it.
     """
+    with_package = _imported_with_packages(context)
     for source in _backend_sources(context):
+        if source.path not in with_package:
+            continue
         imported = _imported_names(source.tree)
         for statement in _top_level_statements(source.tree.body):
             for node, name in _rebound(statement, imported):

@@ -515,11 +515,11 @@ def _imports_code(file: ChangedFile, graph: Graph) -> bool:
     define names (`from . import _patch`, a package that registers models): that acts on every importer."""
     if file.trees is None:
         return True
-    imported = [_imported_at_import(file.path, tree, graph) for tree in file.trees]
+    imported = [imported_at_import(file.path, tree, graph) for tree in file.trees]
     return any(graph.index[graph.by_module[module]].get('runs_code', True) for module in imported[0] ^ imported[1])
 
 
-def _imported_at_import(path: str, tree: ast.Module, graph: Graph) -> set[str]:
+def imported_at_import(path: str, tree: ast.Module, graph: Graph) -> set[str]:
     """The repository's modules that module-level statements of `tree` import (submodules named by `from` too)."""
     modules, statements = set(), list(tree.body)
     while statements:

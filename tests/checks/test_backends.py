@@ -419,3 +419,32 @@ def test_a_backend_that_rebinds_another_modules_attribute_when_imported_is_repor
     # the same work done where the backend runs changes nothing at import
     repo.write({BACKENDS: GOOD_BACKEND})
     assert repo.check('BKD006').findings == ()
+
+
+def test_a_module_a_backend_imports_in_its_methods_is_not_run_by_importing_the_package(repo):
+    # upstream's Ascend backend loads its kernels from its methods: a shim there runs when the backend serves a call
+    shim = _code("""
+        import triton.language as tl
+
+        if not hasattr(tl, 'extract_slice'):
+            tl.extract_slice = lambda x, offsets, sizes, strides: x
+    """)
+    package = _code("""
+        from fla.ops.backends import BaseBackend
+
+
+        class Fast(BaseBackend):
+            backend_type = 'fast'
+
+            def chunk_foo(self, x):
+                from .kernels import fast_foo
+                return fast_foo(x)
+    """)
+    repo.commit({'README.md': 'demo\n'})
+    repo.write({BACKENDS: package, 'fla/ops/foo/backends/kernels.py': shim})
+    assert repo.check('BKD006').findings == ()
+    # imported by the package itself, the same shim runs for every user of the op
+    repo.write({BACKENDS: package.replace('from fla.ops.backends import BaseBackend',
+                                          'from fla.ops.backends import BaseBackend\n\nfrom . import kernels')})
+    assert _located(repo.check('BKD006')) == [('BKD006', 'fla/ops/foo/backends/kernels.py',
+                                              _line(shim, 'tl.extract_slice = '))]
