@@ -255,7 +255,8 @@ def kept_cases(context: Context) -> Iterator[Violation]:
     by its `pytest.param` id, else by its source text, per module-level case list and per decorator; added lines with
     `pytest.mark.skip`, `skipif`, `xfail`, `pytest.skip(`, `pytest.xfail(` or `pytest.importorskip(` are reported where
     the file now has more of them than before, unless they belong to a test function the base did not have (a new test
-    carrying the file's usual platform skip removes nothing). New test files are not checked for skips.
+    carrying the file's usual platform skip removes nothing), or that take a condition off the module's `pytestmark`
+    onto the tests that need it. New test files are not checked for skips.
 
     Example: deleting `pytest.param(1, 13, 1, 16, 16, ..., id='T13-shorter-than-chunk')` from `DENSE_CASES`, or adding
     `@pytest.mark.skip(reason='flaky')` above `test_varlen`.
@@ -270,7 +271,7 @@ def kept_cases(context: Context) -> Iterator[Violation]:
         before = Counter(_SKIP.findall(source.file.base_text))
         after = Counter(_SKIP.findall(source.text))
         existing, new_tests = _test_names(source.base_tree), _test_spans(source.tree)
-        mild = _skips_the_gate_runs_past(source.tree, existing)
+        mild = _skips_the_gate_runs_past(source.tree, existing) | _skips_moved_onto_tests(source)
         for line in sorted(source.added):
             # a skip on a test the base did not have stops no case from running
             if line in mild or any(first <= line <= last and name not in existing for name, first, last in new_tests):
@@ -332,6 +333,27 @@ def _skip_condition(call: ast.Call) -> ast.expr | None:
     if last_name(call.func) not in ('skipif', 'xfail'):
         return None
     return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == 'condition'), None)
+
+
+def _module_skip_conditions(tree: ast.Module | None) -> set[str]:
+    """The conditions (as dumped trees) of the `skipif`/`xfail` marks of a module's `pytestmark`."""
+    conditions = set()
+    for statement in tree.body if tree is not None else []:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == 'pytestmark'
+                                                     for t in statement.targets):
+            conditions |= {ast.dump(condition) for node in ast.walk(statement.value) if isinstance(node, ast.Call)
+                           if (condition := _skip_condition(node)) is not None}
+    return conditions
+
+
+def _skips_moved_onto_tests(source: SourceFile) -> set[int]:
+    """The lines of skips whose condition a module-wide `pytestmark` of the base had and the head has not: the skip
+    moved onto some tests, and the others run where they did not."""
+    moved = _module_skip_conditions(source.base_tree) - _module_skip_conditions(source.tree)
+    if not moved or source.tree is None:
+        return set()
+    return {node.lineno for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+            if (condition := _skip_condition(node)) is not None and ast.dump(condition) in moved}
 
 
 def _skips_the_gate_runs_past(tree: ast.Module | None, existing: set[str]) -> set[int]:

@@ -159,6 +159,22 @@ def test_skip_added(repo):
     assert _messages(report) == ['pytest.mark.skip added: the case no longer runs in the gate']
 
 
+def test_a_module_skip_moved_onto_the_tests_that_need_it_is_not_a_new_skip(repo):
+    # upstream moved a flash-attn skipif off the whole module onto the two tests that need it: more runs, not fewer
+    mark = "pytest.mark.skipif(not HAS_FLASH, reason='needs flash-attn')"
+    base = OP_TEST.replace("]\n\n\n@pytest.mark.parametrize(('B'", f"]\npytestmark = {mark}\n\n\n@pytest.mark.parametrize(('B'", 1)
+    assert 'pytestmark' in base
+    repo.commit({**SIMPLE_GLA, 'tests/ops/test_simple_gla.py': base})
+    head = OP_TEST.replace('def test_chunk', f'@{mark}\ndef test_chunk', 1).replace(
+        "@pytest.mark.skipif(not ON_GPU", f"@{mark}\n@pytest.mark.skipif(not ON_GPU", 1)
+    repo.write({'tests/ops/test_simple_gla.py': head})
+    assert repo.check('GATE003').findings == ()
+    # with the module's skip kept, a skip on a test is new
+    other = base.replace('def test_chunk', "@pytest.mark.skipif(IS_SLOW, reason='slow')\ndef test_chunk", 1)
+    repo.write({'tests/ops/test_simple_gla.py': other})
+    assert _where(repo.check('GATE003')) == [('GATE003', 'tests/ops/test_simple_gla.py', _line(other, 'IS_SLOW'))]
+
+
 def test_skip_on_an_added_test_is_not_reported_and_on_an_existing_one_is(repo):
     repo.commit(SIMPLE_GLA)
     added = ("\n\n@pytest.mark.skipif(device_platform == 'intel', reason='Intel Triton failure')\n"
