@@ -12,6 +12,8 @@ from mrbot.rules import Context, SourceFile, Violation, rule
 
 _SECTION = re.compile(r'^(\s*)(?:Args|Arguments|Keyword Args|Returns|Yields|Raises):\s*$')
 # An argument header `name (type, Optional):`; group 1 is the type part.
+# "If `None`, defaults to ...": what a value stands for, beside the default itself
+_MEANING = re.compile(r'\bif\b[^.;]*,\s*(?:it\s+will\s+)?defaults?\s+to', re.IGNORECASE)
 _ENTRY = re.compile(r'^\s*\**\w+\s*\((.*?)\)\s*:')
 _LOWER_OPTIONAL = re.compile(r'\boptional\b')
 _DEFAULTS_TO = re.compile(r'\b[Dd]efaults to\b')
@@ -60,12 +62,24 @@ def _section_lines(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]
                 yield number, text
 
 
-def _problems(text: str) -> list[str]:
+def _defaulted_entries(lines: list[tuple[int, str]]) -> set[int]:
+    """The line numbers of the entries (a header and its more indented lines) that state `Default:`."""
+    entries: list[list[tuple[int, str]]] = []
+    for number, text in lines:
+        if _ENTRY.match(text) or not entries or _indent(text) <= _indent(entries[-1][0][1]):
+            entries.append([])
+        entries[-1].append((number, text))
+    return {number for entry in entries if any('Default:' in text for _, text in entry) for number, _ in entry}
+
+
+def _problems(text: str, defaulted: bool) -> list[str]:
+    """The problems of one line; `defaulted` where its entry states `Default:` already, where a conditional "defaults
+    to" says what a value means ("If `None`, defaults to `1 / sqrt(K)`")."""
     problems = []
     entry = _ENTRY.match(text)
     if entry and _LOWER_OPTIONAL.search(entry.group(1)):
         problems.append('write `Optional` capitalised')
-    if _DEFAULTS_TO.search(text):
+    if _DEFAULTS_TO.search(text) and not (defaulted and _MEANING.search(text)):
         problems.append('write `Default: <value>` instead of "defaults to"')
     # The type in an entry's parentheses is a type, not prose, so a `None` there is left alone.
     prose = _CODE_SPAN.sub('', text[entry.end(1):] if entry else text)
@@ -94,7 +108,9 @@ def docstring_sections(context: Context) -> Iterator[Violation]:
         for node in ast.walk(source.tree):
             if not isinstance(node, _DOCUMENTED):
                 continue
-            for number, text in _section_lines(_docstring_lines(source, node)):
-                problems = _problems(text)
+            lines = list(_section_lines(_docstring_lines(source, node)))
+            defaulted = _defaulted_entries(lines)
+            for number, text in lines:
+                problems = _problems(text, number in defaulted)
                 if problems:
                     yield Violation(source.path, number, 'docstring: ' + '; '.join(problems))

@@ -58,6 +58,15 @@ def test_style_problem_in_args_is_reported_at_its_line(repo, old, new, problem):
     assert problem in findings[0].message
 
 
+def test_defaults_to_that_explains_a_value_of_an_entry_with_its_default_is_fine(repo):
+    # upstream's own form: "If `None`, defaults to ..." says what `None` means, and `Default:` follows
+    head = GOOD.replace('The factor; `None` means 2.', 'The factor. If `None`, defaults to 2.')
+    assert _findings(repo, head) == ()
+    # without the `Default:` line the entry states no default in the house form
+    assert _located(_findings(repo, head.replace('            Default: `None`.\n', ''))) == [
+        ('DOC001', PATH, next(n for n, text in enumerate(head.splitlines(), start=3) if 'defaults to 2' in text))]
+
+
 def test_docstring_opening_on_its_own_line_maps_to_file_lines(repo):
     head = 'class Scaler:\n    """\n    Returns:\n        False on failure.\n    """\n'
     assert _located(_findings(repo, head, base='')) == [('DOC001', PATH, 6)]
