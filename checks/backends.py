@@ -475,8 +475,10 @@ def _rejection_reasons(verifier: ast.FunctionDef | ast.AsyncFunctionDef) -> Iter
                     yield node, _constant(reason)
 
 
-# A quoted string of three words or more in a test: what an assertion on part of a reason looks like.
-_ASSERTED_PART = re.compile(r"""(['"])([^'"\n]*?\S\s+\S+\s+\S[^'"\n]*?)\1""")
+# A quoted string in a test: an assertion on part of a reason where it is distinctive (see `_distinctive`).
+_QUOTED = re.compile(r"""(['"])([^'"\n]{5,200}?)\1""")
+# What sets a part of a reason apart from a word any test may quote: a space, an identifier's underscore, a comparison.
+_DISTINCTIVE = re.compile(r'\S[\s_=<>]+\S')
 
 
 @rule('BKD005', 'Verifier rejection reason that no test triggers', 'warning',
@@ -489,8 +491,9 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
 
     Each rejection branch is a route to the default implementation that only runs on the inputs it names; without
     a test the branch can reject the wrong inputs, or accept inputs the backend computes wrongly, and nobody
-    notices. A reason counts as tested when its text occurs in a test file, or a test's string of at least three words
-    occurs in it (`assert 'slower than Triton' in reason`, `pytest.raises(..., match='...')`); for an f-string, its
+    notices. A reason counts as tested when its text occurs in a test file, or a test's quoted string of at least five
+    characters with a space, an underscore or a comparison in it occurs in it (`assert 'slower than Triton' in reason`,
+    `"K=128" in reason`, `'chunk_size'` in a table of cases, `pytest.raises(..., match='...')`); for an f-string, its
     longest literal part of at least eight characters counts, and shorter ones are not checked.
 
     Example: `return False, 'q must be bfloat16'` in `chunk_kda_verifier`, with no test mentioning it.
@@ -502,7 +505,7 @@ def untested_rejection(context: Context) -> Iterator[Violation]:
     if not reasons:
         return
     tests = [text for _, text in _repository_texts(context, context.config.test_roots, '*')]
-    asserted = {match[2] for test in tests for match in _ASSERTED_PART.finditer(test)}
+    asserted = {match[2] for test in tests for match in _QUOTED.finditer(test) if _DISTINCTIVE.search(match[2])}
     roots = ', '.join(f'{root.strip("/")}/' for root in context.config.test_roots)
     for source, verifier, node, text in reasons:
         if not any(text in test for test in tests) and not any(part in text for part in asserted):

@@ -374,6 +374,13 @@ def test_rejection_reasons_a_test_asserts_in_part_count_as_tested(repo):
     assert [f.message.split("'")[1] for f in repo.check('BKD005').findings] == ['factor must be 2, got']
 
 
+def test_a_short_distinctive_part_a_test_asserts_counts_as_tested_and_a_bare_word_does_not(repo):
+    # upstream asserts `"K=128" in reason` and tables of (case, 'chunk_size'); a quoted 'bfloat16' is any test's word
+    tests = "CASES = [('rows', 'than 10'), ('factor', 'factor must')]\nassert dtype == 'bfloat16'\n"
+    repo.write({BACKENDS: _backend(REJECTIONS), 'tests/ops/test_foo.py': tests})
+    assert [f.message.split("'")[1] for f in repo.check('BKD005').findings] == ['x must be bfloat16']
+
+
 def test_rejection_reasons_of_an_untouched_backend_are_not_reported(repo):
     repo.commit({BACKENDS: _backend(REJECTIONS)})
     repo.write({'fla/ops/foo/chunk.py': 'x = 1\n'})
