@@ -88,6 +88,22 @@ def test_an_exemption_sentence_turns_off_the_rule_it_exempts_from_and_nothing_el
     assert 'overrides: none for docs/: no one rule of mrbot matches CONTRIBUTING.md:9' in err
 
 
+@pytest.mark.parametrize(('files', 'off'), [
+    pytest.param({'CONTRIBUTING.md': UPSTREAM_TRITON + '- No banner blocks, no commented-out code, no personal asides.\n',
+                  'AGENTS.md': '- **No tool attribution**: no `Co-Authored-By` trailers.\n'}, {}, id='all-stated'),
+    pytest.param({'CONTRIBUTING.md': '- Use `tl.make_block_ptr` for coalesced memory access.\n'},
+                 {'MR-ATTRIBUTION': 'off', 'CMT001': 'off', 'CMT002': 'off', 'CMT004': 'off', 'TRI001': 'off'},
+                 id='block-pointers-recommended-and-nothing-else'),
+    pytest.param({}, {'MR-ATTRIBUTION': 'off', 'CMT001': 'off', 'CMT002': 'off', 'CMT004': 'off', 'TRI001': 'off'},
+                 id='no-guide'),
+])
+def test_house_rules_bind_where_a_guide_of_the_repository_states_them(repo, monkeypatch, capsys, files, off):
+    # upstream merged co-author trailers of code assistants until its AGENTS.md banned them: a rule it had not stated
+    repo.write(files)
+    assert _init(repo, monkeypatch, capsys)[0] == 0
+    assert load_config(repo.root).rules == off
+
+
 @pytest.mark.parametrize(('signature', 'pass_through'), [
     pytest.param('self, q, k, *args, **kwargs', True, id='args-kwargs'),
     pytest.param('self, q, k, scale=None', False, id='full-signature'),
