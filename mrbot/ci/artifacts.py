@@ -97,6 +97,12 @@ def _timings_problem(artifact: dict) -> str:
         problem = _timing_problem(f'timings[{index}]', timing)
         if problem:
             return problem
+    # one run measures each series once, on one GPU: copies of a point would fill a trend on their own
+    series = [(t['op'], t['mode'], t['shape']) for t in timings]
+    if len(set(series)) < len(series):
+        return 'timings name one op, mode and shape more than once'
+    if len({t['gpu'] for t in timings}) > 1:
+        return 'timings name more than one GPU'
     if not isinstance(artifact.get('base'), str) or not _SHA.fullmatch(artifact['base']):
         return 'base must be 40 hexadecimal digits where timings are'
     if artifact.get('kind') != 'result' or not str(artifact.get('purpose')).startswith('bench-'):

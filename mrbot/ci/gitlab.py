@@ -93,6 +93,9 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     if not environ.get('MRBOT_COMMAND') and not environ.get('MRBOT_COMMAND_NOTE'):
         # the title and description as GitLab has them: whoever runs a job may set the variables that carry them
         pull = forge.get_pull(number)
+        if pull.head_sha != sha:
+            # a retried job of an older pipeline would put an older commit's report in the note
+            raise Ended(f'!{number} has moved on from {sha[:12]} to {pull.head_sha[:12]}: its own pipeline reports it')
         report = check_report(Workspace(root, config), target, sha, pull.title, pull.body)
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0

@@ -11,6 +11,7 @@ raises when it gives up, before python-gitlab sees the last answer and starts re
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -200,8 +201,9 @@ class GitLab:
         # the page goes into a link of the bot's reply: a plain web address, nothing markup could read on from, and
         # the page of a job of this project (a token of another project's job would be another project's run)
         page = str(job.get('web_url'))
-        if (not isinstance(job.get('id'), int) or not re.fullmatch(r'https?://[^\s()\[\]<>`]+', page)
-                or not page.endswith(f"/{self.project}/-/jobs/{job['id']}")):
+        prefix = urllib.parse.urlsplit(self._server_url).path.rstrip('/')
+        if (not isinstance(job.get('id'), int) or not re.fullmatch(r'https?://[^\s()\[\]<>`?#]+', page)
+                or urllib.parse.urlsplit(page).path != f"{prefix}/{self.project}/-/jobs/{job['id']}"):
             raise forge_error('GitLab', doing, None, f'the job is not one of {self.project} with a plain web address')
         return RunningJob(str(user.get('username') or ''), str(commit.get('id') or pipeline.get('sha') or ''),
                           int(found[1]) if found else None, job['id'], str(job['web_url']))

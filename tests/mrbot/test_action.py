@@ -1144,13 +1144,15 @@ def test_gitlab_one_job_token_answers_one_command(lab, monkeypatch):
     assert len(commands.markers(bodies, 'accepted', None)) == 1
 
 
-def test_gitlab_a_job_of_another_project_is_not_this_ones(lab, monkeypatch):
+@pytest.mark.parametrize('project', ['mallory/scratch', 'mallory/lab/kernels/fla'],
+                         ids=['another', 'one-whose-path-ends-with-this-ones'])
+def test_gitlab_a_job_of_another_project_is_not_this_ones(lab, monkeypatch, project):
     server, iid, _ = lab
     real = server._job
 
     def foreign(request):
         answer = real(request)
-        answer.body['web_url'] = 'https://gitlab.example/mallory/scratch/-/jobs/31337'
+        answer.body['web_url'] = f"https://gitlab.example/{project}/-/jobs/{answer.body['id']}"
         return answer
 
     server.entities[foreign] = server.entities[real]
@@ -1160,3 +1162,22 @@ def test_gitlab_a_job_of_another_project_is_not_this_ones(lab, monkeypatch):
     _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 2
     assert server.notes_on(iid) == []
+
+
+def test_gitlab_a_report_on_a_head_the_mr_has_moved_on_from_is_not_posted(lab, monkeypatch, repo):
+    # a retried mrbot-check of an older pipeline, or a slow one, would put the older commit's report in the note
+    server, iid, _ = lab
+    at = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+    good = repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
+    server.push(iid, good, at)
+    server.branches['keep'] = good
+    bad = repo.commit({'pkg/bad.py': 'x = 1\n'}, '[Ops] Add bad')
+    server.push(iid, bad, at + datetime.timedelta(minutes=5))
+    monkeypatch.setenv('CI_COMMIT_SHA', bad)
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    current = server.notes_on(iid)[-1][1]
+    monkeypatch.setenv('CI_COMMIT_SHA', good)
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert 'HDR001' in current and server.notes_on(iid)[-1][1] == current

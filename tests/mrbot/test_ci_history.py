@@ -184,6 +184,9 @@ TIMING = {'op': 'scale', 'mode': 'fwd', 'shape': 'small', 'median_ms': 0.15, 'gp
     ({'timings': [{**TIMING, 'gpu': 'NVIDIA H200\n@all'}]}, 'timings[0].gpu must be printable text of 1 to 100 '
                                                               'characters'),
     ({'timings': [{**TIMING, 'evidence': 'yes'}]}, 'timings[0].evidence must be true or false'),
+    # PR code on the runner writes the result: twelve copies of one point would fill a series' trend on their own
+    ({'timings': [TIMING] * 12}, 'timings name one op, mode and shape more than once'),
+    ({'timings': [TIMING, {**TIMING, 'mode': 'fwdbwd', 'gpu': 'NVIDIA B200'}]}, 'timings name more than one GPU'),
     ({'base': None}, 'base must be 40 hexadecimal digits where timings are'),
     ({'base': 'abc123'}, 'base must be 40 hexadecimal digits where timings are'),
     ({'purpose': 'test-hopper'}, 'only the result of a bench carries timings'),
