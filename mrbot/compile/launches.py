@@ -12,8 +12,10 @@ twice and a stopped capture resumes.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -267,22 +269,97 @@ def _merged(records: list[dict]) -> tuple[list[Launch], int]:
     return sorted(merged.values(), key=lambda x: (x.path, x.line, x.identity)), malformed
 
 
-def _tree_key(root: Path, test_seconds: int) -> str:
-    """A hash of everything a capture depends on besides what it runs: every file of the working tree that git does
-    not ignore (data files and configuration too), the pyproject, the seconds per test, the versions of Python, torch
-    and Triton, and the capture's own code."""
-    import torch
+def _is_jit(node: ast.AST) -> bool:
+    """Whether `node` defines a function under `@triton.jit` (or any decorator named `jit`, Gluon's too)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (target.attr if isinstance(target, ast.Attribute) else getattr(target, 'id', '')) == 'jit':
+            return True
+    return False
 
+
+def _host_and_bodies(text: str) -> tuple[str, str] | None:
+    """A file's code without the bodies of its jit functions (what its launches depend on), and a digest of those
+    bodies (what its kernels compile); None where it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    bodies = []
+    for node in [node for node in ast.walk(tree) if _is_jit(node)]:
+        bodies.append(f'{node.name}:{ast.dump(ast.Module(body=node.body, type_ignores=[]))}')
+        node.body = [ast.Pass()]
+    return ast.dump(tree), hashlib.sha256('\0'.join(bodies).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """What a capture depends on: `key` hashes the working tree but for the bodies of the jit functions of Python
+    files changed only there (launches are made by the code around kernels, never by a kernel's body), and `bodies`
+    holds, for each such file, the digest of those bodies."""
+
+    key: str
+    bodies: dict[str, str]
+
+
+def _tree_state(root: Path, test_seconds: int) -> TreeState:
+    """The tree a capture depends on: every file of the working tree that git does not ignore (data files and
+    configuration too), the pyproject, the seconds per test, the versions of Python, torch and Triton, and the
+    capture's own code; of a Python file changed only in the bodies of its jit functions, the version in the index,
+    with the digest of the bodies apart."""
     digest = hashlib.sha256(run_git(root, 'ls-files', '--stage', '-z'))
     status = run_git(root, 'status', '--porcelain=v1', '-z', '--untracked-files=all').decode(errors='replace')
+    bodies = {}
     for entry in sorted(filter(None, status.split('\0'))):
         path = root / entry[3:]
+        if entry[:2] == ' M' and entry.endswith('.py') and path.is_file():
+            text = path.read_text(encoding='utf-8', errors='replace')
+            now = _host_and_bodies(text)
+            indexed = _host_and_bodies(run_git(root, 'show', f':{entry[3:]}').decode(errors='replace'))
+            if now is not None and indexed is not None and now[0] == indexed[0]:
+                bodies[entry[3:]] = now[1]
+                continue
         digest.update(entry.encode())
         if path.is_file() and not path.is_symlink():
             digest.update(hashlib.sha256(path.read_bytes()).digest())
-    digest.update(json.dumps([test_seconds, sys.version, torch.__version__, triton.__version__,
+    digest.update(json.dumps([test_seconds, sys.version, _version('torch'), triton.__version__,
                               Path(capture.__file__).read_text()]).encode())
-    return digest.hexdigest()
+    return TreeState(digest.hexdigest(), bodies)
+
+
+def _version(distribution: str) -> str:
+    """An installed distribution's version, read without importing it (torch takes a second to import)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return ''
+
+
+def _rebodied(data: dict, bodies: dict[str, str], imports: dict[str, frozenset[str]], root: Path) -> dict:
+    """A stored capture made with other jit bodies than `bodies`: the same launches, each kernel whose file imports a
+    file whose bodies changed under a source hash of its own (so its cells compile again, and no other's), at the
+    line its `def` is on now."""
+    before = data.get('bodies') or {}
+    changed = {path for path in before.keys() | bodies.keys() if before.get(path) != bodies.get(path)}
+    if not changed:
+        return data
+    lines: dict[str, dict[str, int]] = {}
+    for path in changed:
+        with contextlib.suppress(OSError, SyntaxError, ValueError):
+            tree = ast.parse((root / path).read_text(encoding='utf-8'))
+            lines[path] = {node.name: node.lineno for node in ast.walk(tree) if _is_jit(node)}
+    launches = []
+    for record in data['launches']:
+        path = record.get('path')
+        touched = sorted(changed & imports.get(path, frozenset({path})))
+        if touched:
+            now = json.dumps([(p, bodies.get(p, 'index')) for p in touched])
+            record = {**record, 'source_hash': hashlib.sha256(f"{record.get('source_hash')}\0{now}".encode()).hexdigest(),
+                      'line': lines.get(path, {}).get(record.get('kernel'), record.get('line'))}
+        launches.append(record)
+    return {**data, 'launches': launches}
 
 
 @dataclass(frozen=True)
@@ -311,15 +388,18 @@ def _cached(folder: Path, unit: _Unit) -> dict | None:
 
 
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
-                     use_cache: bool = True) -> Capture:
+                     use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None) -> Capture:
     """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
     test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
 
     Each process's result is kept under `.mrbot/cache/capture/` as soon as it ends, so an unchanged tree captures
-    nothing twice, and a run that was stopped resumes where it was.
+    nothing twice, and a run that was stopped resumes where it was. A tree changed since only in the bodies of jit
+    functions captures nothing either: the stored launches stand, and the kernels of the files that import a changed
+    one (`imports`: each kernel file with the files it imports) get source hashes of their own.
     """
     start = time.monotonic()
-    tree = _tree_key(root, test_seconds)
+    state = _tree_state(root, test_seconds)
+    tree = state.key
     logs, stored = state_dir(root, 'compile', 'capture'), state_dir(root, 'cache', 'capture')
     memory = _memory_share(jobs)
     processes = _Processes()
@@ -341,7 +421,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
 
         def run_unit(unit: _Unit) -> tuple[dict, bool]:
             if use_cache and (data := _cached(stored, unit)) is not None:
-                return data, True
+                return _rebodied(data, state.bodies, imports or {}, root), True
             out = Path(unit.env[capture.DIR_VARIABLE])
             out.mkdir()
             log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
@@ -354,7 +434,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             stopped = [line for file in sorted(out.glob('stopped-*.txt'))
                        for line in file.read_text(errors='replace').splitlines()]
             data = {'key': unit.key, 'launches': records, 'problems': problems, 'stopped': stopped,
-                    'malformed': malformed}
+                    'malformed': malformed, 'bodies': state.bodies}
             # a cut-short capture is not what a rerun would see
             if not problem:
                 with contextlib.suppress(OSError):

@@ -352,7 +352,8 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     # read before the repository's tests run, so that they cannot write what this run believes
     cache = load_cache(root) if use_cache else {}
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
-    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache)
+    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
+                               dict(plan.imports))
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     declared = dict(plan.declared)

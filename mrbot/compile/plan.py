@@ -42,6 +42,8 @@ class CompilePlan:
     rows: tuple[dict, ...]
     whole: bool
     declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # each kernel file with the repository's files it imports, directly or not: whose jit functions its kernels may call
+    imports: tuple[tuple[str, frozenset[str]], ...] = ()
 
     @property
     def files(self) -> frozenset[str]:
@@ -62,7 +64,7 @@ def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan
     if changed is None:
         tests = _launching(graph, kernels, test_files_of(graph.index, config))
         return CompilePlan(tuple(kernels), tests, tuple(bench_rows(workspace.specs)), whole=True,
-                           declared=declarations(workspace.root, kernels))
+                           declared=declarations(workspace.root, kernels), imports=_imports(graph, kernels))
     selection = select(workspace, changed)
     if selection.full_suite:
         reached = {kernel.path for kernel in kernels}
@@ -74,7 +76,22 @@ def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan
         return CompilePlan((), (), (), whole=False)
     rows = bench_rows(touched_ops(workspace, changed, gates=False))
     tests = _launching(graph, kernels, [t.test for t in selection.tests])
-    return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False, declared=declarations(workspace.root, kernels))
+    return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False, declared=declarations(workspace.root, kernels),
+                       imports=_imports(graph, kernels))
+
+
+def _imports(graph: Graph, kernels: list[Kernel]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each kernel file with every repository file it imports, directly or not, itself included."""
+    found = []
+    for path in sorted({kernel.path for kernel in kernels}):
+        reached, todo = {path}, [path]
+        while todo:
+            for target in graph.depends.get(todo.pop(), ()):
+                if target not in reached:
+                    reached.add(target)
+                    todo.append(target)
+        found.append((path, frozenset(reached)))
+    return tuple(found)
 
 
 def declarations(root: Path, kernels: list[Kernel]) -> tuple[tuple[str, tuple[str, ...]], ...]:
