@@ -280,28 +280,28 @@ def _is_jit(node: ast.AST) -> bool:
     return False
 
 
-def _host_and_bodies(text: str) -> tuple[str, str] | None:
-    """A file's code without the bodies of its jit functions (what its launches depend on), and a digest of those
-    bodies (what its kernels compile); None where it does not parse."""
+def _host_and_bodies(text: str) -> tuple[str, dict[str, str]] | None:
+    """A file's code without the bodies of its jit functions (what its launches depend on), and a digest of each
+    body by function name (what its kernels compile); None where it does not parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    bodies = []
+    bodies = {}
     for node in [node for node in ast.walk(tree) if _is_jit(node)]:
-        bodies.append(f'{node.name}:{ast.dump(ast.Module(body=node.body, type_ignores=[]))}')
+        bodies[node.name] = hashlib.sha256(ast.dump(ast.Module(body=node.body, type_ignores=[])).encode()).hexdigest()
         node.body = [ast.Pass()]
-    return ast.dump(tree), hashlib.sha256('\0'.join(bodies).encode()).hexdigest()
+    return ast.dump(tree), bodies
 
 
 @dataclass(frozen=True)
 class TreeState:
     """What a capture depends on: `key` hashes the working tree but for the bodies of the jit functions of Python
     files changed only there (launches are made by the code around kernels, never by a kernel's body), and `bodies`
-    holds, for each such file, the digest of those bodies."""
+    holds, for each such file, the digest of each of those bodies by function name."""
 
     key: str
-    bodies: dict[str, str]
+    bodies: dict[str, dict[str, str]]
 
 
 def _tree_state(root: Path, test_seconds: int) -> TreeState:
@@ -337,28 +337,34 @@ def _version(distribution: str) -> str:
         return ''
 
 
-def _rebodied(data: dict, bodies: dict[str, str], imports: dict[str, frozenset[str]], root: Path) -> dict:
-    """A stored capture made with other jit bodies than `bodies`: the same launches, each kernel whose file imports a
-    file whose bodies changed under a source hash of its own (so its cells compile again, and no other's), at the
-    line its `def` is on now."""
+def _rebodied(data: dict, bodies: dict[str, dict[str, str]], imports: dict[str, frozenset[str]], root: Path) -> dict:
+    """A stored capture made with other jit bodies than `bodies`: the same launches, under a source hash of its own
+    for each kernel whose body changed or that may call a jit helper (a jit function no launch names) whose body
+    changed in a file its own imports, so that those cells compile again and no other; each at the line its `def` is
+    on now."""
     before = data.get('bodies') or {}
-    changed = {path for path in before.keys() | bodies.keys() if before.get(path) != bodies.get(path)}
+    changed = {(path, name) for path in before.keys() | bodies.keys()
+               for name in (before.get(path) or {}).keys() | (bodies.get(path) or {}).keys()
+               if (before.get(path) or {}).get(name) != (bodies.get(path) or {}).get(name)}
     if not changed:
         return data
+    launched = {(record.get('path'), record.get('kernel')) for record in data['launches']}
+    helpers = {(path, name) for path, name in changed if (path, name) not in launched}
     lines: dict[str, dict[str, int]] = {}
-    for path in changed:
+    for path in {path for path, _ in changed}:
         with contextlib.suppress(OSError, SyntaxError, ValueError):
             tree = ast.parse((root / path).read_text(encoding='utf-8'))
             lines[path] = {node.name: node.lineno for node in ast.walk(tree) if _is_jit(node)}
     launches = []
     for record in data['launches']:
-        path = record.get('path')
-        touched = sorted(changed & imports.get(path, frozenset({path})))
+        path, kernel = record.get('path'), record.get('kernel')
+        reach = imports.get(path, frozenset({path}))
+        touched = sorted({(path, kernel)} & changed | {(p, n) for p, n in helpers if p in reach})
         if touched:
-            now = json.dumps([(p, bodies.get(p, 'index')) for p in touched])
-            record = {**record, 'source_hash': hashlib.sha256(f"{record.get('source_hash')}\0{now}".encode()).hexdigest(),
-                      'line': lines.get(path, {}).get(record.get('kernel'), record.get('line'))}
-        launches.append(record)
+            now = json.dumps([(p, n, (bodies.get(p) or {}).get(n, 'index')) for p, n in touched])
+            record = {**record, 'source_hash': hashlib.sha256(f"{record.get('source_hash')}\0{now}".encode()).hexdigest()}
+        # an edit above a kernel moves it, changed or not
+        launches.append({**record, 'line': lines.get(path, {}).get(kernel, record.get('line'))})
     return {**data, 'launches': launches}
 
 
