@@ -343,11 +343,14 @@ def _rebodied(data: dict, bodies: dict[str, dict[str, str]], imports: dict[str, 
     changed in a file its own imports, so that those cells compile again and no other; each at the line its `def` is
     on now."""
     before = data.get('bodies') or {}
-    changed = {(path, name) for path in before.keys() | bodies.keys()
-               for name in (before.get(path) or {}).keys() | (bodies.get(path) or {}).keys()
-               if (before.get(path) or {}).get(name) != (bodies.get(path) or {}).get(name)}
-    if not changed:
+    if before == bodies:
         return data
+    changed = set()
+    for path in before.keys() | bodies.keys():
+        # a file clean at the capture, or now, has the bodies of its version in the index, which the key holds still
+        indexed = _host_and_bodies(run_git(root, 'show', f':{path}').decode(errors='replace')) or ('', {})
+        old, new = before.get(path, indexed[1]), bodies.get(path, indexed[1])
+        changed |= {(path, name) for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
     launched = {(record.get('path'), record.get('kernel')) for record in data['launches']}
     helpers = {(path, name) for path, name in changed if (path, name) not in launched}
     lines: dict[str, dict[str, int]] = {}
@@ -361,7 +364,7 @@ def _rebodied(data: dict, bodies: dict[str, dict[str, str]], imports: dict[str, 
         reach = imports.get(path, frozenset({path}))
         touched = sorted({(path, kernel)} & changed | {(p, n) for p, n in helpers if p in reach})
         if touched:
-            now = json.dumps([(p, n, (bodies.get(p) or {}).get(n, 'index')) for p, n in touched])
+            now = json.dumps([(p, n, bodies.get(p, {}).get(n, 'index')) for p, n in touched])
             record = {**record, 'source_hash': hashlib.sha256(f"{record.get('source_hash')}\0{now}".encode()).hexdigest()}
         # an edit above a kernel moves it, changed or not
         launches.append({**record, 'line': lines.get(path, {}).get(kernel, record.get('line'))})

@@ -109,3 +109,32 @@ def test_capture_processes_share_the_cores_instead_of_each_taking_all_of_them(re
     assert capture.problems == ()
     # one capture process per core, each with one torch thread, instead of each with a thread per core
     assert (repo.root / 'threads.txt').read_text() == '1'
+
+
+def _capture(repo):
+    capture = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
+                               imports={'lib/kernels.py': frozenset({'lib/kernels.py'})})
+    assert capture.problems == ()
+    return capture
+
+
+def test_an_edit_in_a_kernels_body_reuses_the_capture_and_changes_that_kernel_alone(repo):
+    # launches are made by the code around kernels: a body edit captures nothing again, and only the edited kernel's
+    # cells get a new source hash, at the line its `def` moved to
+    repo.commit({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_kernels.py': TESTS})
+    first = _capture(repo)
+    hashes = {launch.kernel: launch.source_hash for launch in first.launches}
+    edited = KERNELS.replace('        b_x += tl.load(bias + o, mask=o < n, other=0)\n',
+                             '        b_x += tl.load(bias + o, mask=o < n, other=0)\n        b_x = b_x * 1.0\n')
+    assert edited.count('b_x * 1.0') == 1
+    edited = edited.replace('    o = tl.arange(0, BLOCK)\n', '    # no offset\n    o = tl.arange(0, BLOCK)\n')
+    repo.write({'lib/kernels.py': edited})
+    second = _capture(repo)
+    assert second.cached
+    assert {launch.kernel for launch in second.launches if launch.source_hash != hashes[launch.kernel]} == {
+        'scale_kernel'}
+    copy = next(launch for launch in second.launches if launch.kernel == 'copy_kernel')
+    assert edited.splitlines()[copy.line - 1].startswith('def copy_kernel(')
+    # an edit of the code around the kernels captures again
+    repo.write({'lib/kernels.py': edited.replace('BLOCK=64)', 'BLOCK=32)')})
+    assert not _capture(repo).cached
