@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from checks.triton import bound_names, cast_target, is_block_size, jit_functions, snippet
+from checks.triton import ASCEND_PATH, bound_names, cast_target, is_block_size, jit_functions, snippet
 from mrbot.rules import Context, Violation, last_name, rule
 
 # int32 holds values below 2**31: a product whose factors together can pass this many bits wraps.
@@ -36,7 +36,6 @@ _PROGRAM_ID_DEFAULT_BITS = _TOKENS
 # A grid's second and third axes hold at most 65535 programs on NVIDIA GPUs, and every axis does on Ascend NPUs, whose
 # kernels live under a path naming them.
 _LATER_AXIS_BITS = 16
-_NARROW_GRID_PATH = re.compile(r'(?:^|/)(?:\w+_)?(?:ascend|npu)(?:_\w+)?(?:/|\.py$)')
 # The key of a function's taint that holds the bits of its grid's first axis: no Python name has a space.
 _FIRST_AXIS = ' first axis'
 # How many bits a size or offset that no program id made takes, by its name: block sizes, feature-block counts, the
@@ -507,7 +506,7 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     for source in context.sources('*.py'):
         if source.tree is None or 'program_id' not in source.text:
             continue
-        found = narrow_products(source.tree, bool(_NARROW_GRID_PATH.search(source.path)))
+        found = narrow_products(source.tree, bool(ASCEND_PATH.search(source.path)))
         reported = set()
         for node, (narrow, origins) in sorted(found.items(), key=lambda item: (item[0].lineno, item[0].col_offset)):
             # one finding a line: `bos, eos = i_b * T, i_b * T + T` is one fault
