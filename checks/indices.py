@@ -58,6 +58,7 @@ _SIZE_BITS = (
     (re.compile(r'^(?:T|L|S|seq_len|max_seqlen|T_\w+)$'), _TOKENS),
     (re.compile(r'^(?:all|bos|eos|boh|boc)$'), _TOKENS),
 )
+# A compile-time value: a block, a feature size, a count of levels or heads; the kernel compiles once per value.
 _CONSTEXPR_BITS = 13
 _UNBOUNDED_BITS = 64
 # The house's name for a block of data (`b_q`, `b_gamma`): a value, not an index.
@@ -445,11 +446,12 @@ def _flow(statements: list[ast.stmt], taint: Taint, found: Found, calls: Calls) 
 
 
 def _compile_time(function: ast.FunctionDef) -> Taint:
-    """The `tl.constexpr` parameters of `function` whose names say nothing of their size, as feature sizes."""
+    """The `tl.constexpr` parameters of `function`: bounded by their names, and by `_CONSTEXPR_BITS` whatever the name
+    (a kernel compiles once per value, so no compile-time value is a count of tokens; `L` of log-linear attention's
+    levels is not a sequence length)."""
     parameters = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-    return {p.arg: Index(bits=_CONSTEXPR_BITS, kinds=_kinds(p.arg)) for p in parameters
-            if p.annotation is not None and last_name(p.annotation) == 'constexpr'
-            and _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS) == _UNBOUNDED_BITS}
+    return {p.arg: Index(bits=min(_CONSTEXPR_BITS, _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS)), kinds=_kinds(p.arg))
+            for p in parameters if p.annotation is not None and last_name(p.annotation) == 'constexpr'}
 
 
 def narrow_products(tree: ast.Module, narrow_grid: bool = False) -> Found:

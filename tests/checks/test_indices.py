@@ -295,3 +295,14 @@ def test_program_ids_are_followed_into_the_jit_helpers_a_kernel_passes_them_to(r
     ''')
     # once: the call with an int64 row makes nothing wide for the call without one
     assert _found(repo, text) == [_line_of(text, 'o_t[:, None] * H * K')]
+
+
+def test_a_compile_time_value_is_no_count_of_tokens_whatever_its_name(repo):
+    # log-linear attention's `L: tl.constexpr` counts levels: a kernel compiles once per value, so it stays small
+    assert _found(repo, _kernel('''
+        @triton.jit
+        def demo_fwd_kernel(x, H: tl.constexpr, L: tl.constexpr, BT: tl.constexpr):
+            i_n, i_h = tl.program_id(0), tl.program_id(1)
+            p_l = x + (i_n * BT * H + i_h) * L + tl.arange(0, BT)
+            tl.store(p_l, tl.zeros([BT], dtype=tl.float32))
+    ''')) == []
