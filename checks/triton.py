@@ -75,7 +75,10 @@ def block_pointers(context: Context) -> Iterator[Violation]:
 
     Any attribute access `<name>.make_block_ptr` counts, and so does an import of either name from a `triton` module;
     `<name>.advance` counts only in files that import triton, since the word is common elsewhere. Strings and comments
-    do not count.
+    do not count. Kernels for Ascend NPUs (a path naming `ascend` or `npu`, as `backends/triton_ascend/`) are not
+    checked: triton-ascend still requires block pointers. A use is new where its function did not have it at the base
+    (each function's uses matched in order by what they call): a fix to the arguments of a block pointer a kernel
+    already had is not asked to migrate the kernel.
 
     Block pointers hide the offsets and the boundary handling that a reviewer needs to see, and how they lower differs
     across Triton versions and backends; explicit offset vectors with masks state every bound in the kernel itself.
@@ -84,11 +87,6 @@ def block_pointers(context: Context) -> Iterator[Violation]:
     `p_q = tl.advance(p_q, (BT, 0))`.
 
     Instead: `o_t = i_t * BT + tl.arange(0, BT)` and `tl.load(q + o_t[:, None] * H * K + o_k[None, :], mask=m_tk)`.
-
-    Kernels for Ascend NPUs (a path naming `ascend` or `npu`, as `backends/triton_ascend/`) are not checked: triton-
-    ascend still requires block pointers. A use is new where its function did not have it at the base (each
-    function's uses matched in order by what they call): a fix to the arguments of a block pointer a kernel already
-    had is not asked to migrate the kernel.
     """
     for source in context.sources('*.py'):
         tree = source.tree
@@ -203,14 +201,13 @@ def sequence_length_specialization(context: Context) -> Iterator[Violation]:
 
     `T` may be listed by name or by its position. A jit function counts as a kernel when its name contains `kernel` or
     the file launches it as `name[grid](...)`; device helpers are specialized by the kernel that calls them, so the
-    setting does nothing there. The finding is reported at `T` and also appears when only the decorator changed.
+    setting does nothing there. The finding is reported at `T` and also appears when only the decorator changed. A
+    kernel that takes the number of chunks as `NT: tl.constexpr` compiles for every length by design, and listing `T`
+    would change nothing: it is not reported.
 
     Triton specializes integer arguments on their value (equal to 1, divisible by 16) and compiles a new kernel for
     each combination; a sequence length changes with every batch, so without `do_not_specialize` a training run
     stalls on recompilations and fills the cache with copies of the same kernel.
-
-    A kernel that takes the number of chunks as `NT: tl.constexpr` compiles for every length by design, and listing
-    `T` would change nothing: it is not reported.
 
     Example: `@triton.jit` above `def chunk_fwd_kernel(q, k, o, T, H: tl.constexpr, BT: tl.constexpr):`.
 
@@ -273,14 +270,13 @@ def compile_time_parameters(context: Context) -> Iterator[Violation]:
     Compile-time names are block sizes, `B` followed by an upper-case letter or digit and only upper-case letters,
     digits and underscores (`BT`, `BK`, `BLOCK_SIZE`), and flags starting with `USE_`, `IS_` or `HAS_`. `BH` and
     `BH_...` are not: they count batch x heads, which changes with every batch size. The annotation may be written
-    `tl.constexpr` or `triton.language.constexpr`.
+    `tl.constexpr` or `triton.language.constexpr`. A block-size name that shapes nothing, used only as a loop bound or
+    in arithmetic (`BS = cdiv(T, NS)`, computed by the launcher for every call), is a runtime count on purpose and is
+    not reported.
 
     Without the annotation the value arrives as a runtime integer: `tl.arange(0, BT)` fails to compile, and a flag in
     `if USE_G:` becomes a branch in the compiled code instead of removing the dead path. The naming convention is how a
     reader knows which values shape the compiled kernel.
-
-    A block-size name that shapes nothing, used only as a loop bound or in arithmetic (`BS = cdiv(T, NS)`, computed by
-    the launcher for every call), is a runtime count on purpose and is not reported.
 
     Example: `def chunk_fwd_kernel(q, k, T, BT, USE_G):`.
 

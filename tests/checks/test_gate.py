@@ -162,7 +162,8 @@ def test_skip_added(repo):
 def test_a_module_skip_moved_onto_the_tests_that_need_it_is_not_a_new_skip(repo):
     # upstream moved a flash-attn skipif off the whole module onto the two tests that need it: more runs, not fewer
     mark = "pytest.mark.skipif(not HAS_FLASH, reason='needs flash-attn')"
-    base = OP_TEST.replace("]\n\n\n@pytest.mark.parametrize(('B'", f"]\npytestmark = {mark}\n\n\n@pytest.mark.parametrize(('B'", 1)
+    first_test = "]\n\n\n@pytest.mark.parametrize(('B'"
+    base = OP_TEST.replace(first_test, first_test.replace(']', f']\npytestmark = {mark}', 1), 1)
     assert 'pytestmark' in base
     repo.commit({**SIMPLE_GLA, 'tests/ops/test_simple_gla.py': base})
     head = OP_TEST.replace('def test_chunk', f'@{mark}\ndef test_chunk', 1).replace(
