@@ -377,17 +377,23 @@ def _products(root: ast.AST) -> Iterator[ast.AST]:
 
 
 def _check(expression: ast.AST, taint: Taint, found: Found) -> None:
-    """Record in `found` the first multiplication of each offset expression in `expression` that takes a narrow
-    program id and can pass int32: once for the whole offset, however many products around it go on from it."""
+    """Record in `found`, once for each offset expression in `expression`, the outermost int32 multiplication around
+    the first one that takes a narrow program id and can pass int32: the product that is the overflowing address."""
     for root in _roots(expression):
+        first = reported = None
         for node in _products(root):
             left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
             parts = [_index(left, taint), _index(right, taint)]
             narrow = [(operand, part) for operand, part in zip((left, right), parts, strict=True) if part.narrow]
-            bits = _product_bits(left, right, taint)
-            if narrow and not any(part.wide for part in parts) and bits > _LIMIT_BITS:
-                found.setdefault(node, (narrow[0][0], narrow[0][1].lines))
-                break
+            if not narrow or any(part.wide for part in parts):
+                continue
+            if first is None and _product_bits(left, right, taint) > _LIMIT_BITS:
+                first = node
+            # products come inner first, so one holding the first is a larger term of the same address
+            if first is not None and any(inner is first for inner in ast.walk(node)):
+                reported = (node, (narrow[0][0], narrow[0][1].lines))
+        if reported:
+            found.setdefault(*reported)
 
 
 def _merged(first: Taint, second: Taint) -> Taint:

@@ -60,8 +60,9 @@ def test_program_id_products_without_an_int64_cast_are_reported(repo):
     assert [f.message for f in report.findings] == [
         f'`(o_row[:, None] * H + i_blocks) * K` multiplies `o_row[:, None] * H + i_blocks`, derived from `tl.program_id` '
         f'on line {first}, without an int64 cast, and can pass 2**31',
-        f'`tl.program_id(0) * T` multiplies `tl.program_id(0)`, derived from `tl.program_id` on line {store}, without an '
-        'int64 cast, and can pass 2**31',
+        # the finding names the whole int32 term of the address, not only its first product to pass 2**31
+        f'`tl.program_id(0) * T * H` multiplies `tl.program_id(0) * T`, derived from `tl.program_id` on line {store}, '
+        'without an int64 cast, and can pass 2**31',
     ]
 
 
