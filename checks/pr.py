@@ -186,10 +186,12 @@ def skip_keyword(context: Context) -> Iterator[Violation]:
         return
     texts = [('title', change.title or ''), ('body', change.body or '')]
     texts += [(f'commit {c.sha[:10]}', f'{c.subject}\n{c.body}') for c in change.commits]
-    for where, text in texts:
-        match = _SKIP.search(text)
-        if match:
-            yield Violation('', 0, f'{where} says {match.group(0)} but Python under a source root changed')
+    # one finding for one request: a squashed commit repeats its pull request's title
+    found = [(where, match.group(0)) for where, text in texts if (match := _SKIP.search(text))]
+    if found:
+        places = ', '.join(f'{where} ({keyword})' for where, keyword in found)
+        yield Violation('', 0, f'{places} {"say" if len(found) > 1 else "says"} to skip tests, but Python under a '
+                               'source root changed')
 
 
 @rule('MR-ARTIFACT', 'Profiler output or a large binary added', 'error',

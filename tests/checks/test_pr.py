@@ -101,7 +101,13 @@ def test_skip_keyword_only_matters_when_library_python_changed(repo):
     assert repo.check('MR-SKIP', title='[Docs] Typo [skip ci]').findings == ()
     repo.write({'fla/a.py': 'x = 2\n'})
     assert _pr_findings(repo.check('MR-SKIP', title='[Fix] Tweak [skip test]')) == [
-        ('MR-SKIP', 'error', 'title says [skip test] but Python under a source root changed')]
+        ('MR-SKIP', 'error', 'title ([skip test]) says to skip tests, but Python under a source root changed')]
+    # a squashed commit repeats its pull request's title: one request, one finding naming both places
+    repo.commit({'fla/a.py': 'x = 3\n'}, '[Fix] Tweak [skip test]')
+    found = _pr_findings(repo.check('MR-SKIP', base='HEAD~1', head='HEAD', title='[Fix] Tweak [skip test]'))
+    sha = repo.git('rev-parse', 'HEAD')[:10]
+    assert found == [('MR-SKIP', 'error', f'title ([skip test]), commit {sha} ([skip test]) say to skip tests, but '
+                                          'Python under a source root changed')]
 
 
 def test_profiler_reports_and_large_binaries_added(repo):
