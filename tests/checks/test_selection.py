@@ -11,7 +11,17 @@ def test_a_module_no_test_imports_is_reported(repo):
     repo.commit({'fla/__init__.py': HEADER, 'tests/test_a.py': HEADER + 'import fla\n'})
     repo.write({'fla/orphan.py': HEADER + 'x = 1\n', 'docs/a.md': 'text\n', 'scripts/tool.py': HEADER})
     assert [(f.rule, f.severity, f.path, f.message) for f in repo.check('SEL001').findings] == [
-        ('SEL001', 'warning', 'fla/orphan.py', 'no test imports this file, directly or through other modules')]
+        ('SEL001', 'warning', 'fla/orphan.py', 'no test uses this file, directly or through other modules')]
+
+
+def test_a_module_a_package_re_exports_to_tests_that_take_none_of_its_names_is_reported(repo):
+    repo.commit({'fla/__init__.py': HEADER, 'fla/ops/__init__.py': HEADER + 'from .matmul import matmul\n'
+                 'from .cumsum import cumsum\n', 'fla/ops/matmul.py': HEADER + 'def matmul(a, b):\n    return a @ b\n',
+                 'fla/ops/cumsum.py': HEADER + 'def cumsum(x):\n    return x\n',
+                 'tests/test_cumsum.py': HEADER + 'from fla.ops import cumsum\n'})
+    repo.write({'fla/ops/matmul.py': HEADER + 'def matmul(a, b):\n    return b @ a\n'})
+    assert [(f.path, f.message) for f in repo.check('SEL001').findings] == [
+        ('fla/ops/matmul.py', 'no test uses this file, directly or through other modules')]
 
 
 def test_a_module_a_test_imports_is_fine(repo):
