@@ -11,14 +11,15 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
 from mrbot.config import OFF, Config
-from mrbot.output import format_report
+from mrbot.output import format_findings, format_report
 from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
-from mrbot.rules import Context, Rule, all_rules
+from mrbot.rules import Context, Rule, all_rules, is_compile_rule
 from mrbot.stack import missing_kernel_stack
 from mrbot.workspace import Workspace
 
@@ -62,9 +63,12 @@ def evaluate(change: ChangeSet, workspace: Workspace, rules: list[Rule],
             if rule.scope == 'lines' and not _on_added_line(change, finding):
                 continue
             (suppressed if _suppressed(context, finding) else findings).append(finding)
+    return CheckReport(change, _ordered(findings), tuple(suppressed))
+
+
+def _ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     order = {'error': 0, 'warning': 1, 'note': 2}
-    findings.sort(key=lambda f: (f.path, f.line, order[f.severity], f.rule))
-    return CheckReport(change, tuple(findings), tuple(suppressed))
+    return tuple(sorted(findings, key=lambda f: (f.path, f.line, order[f.severity], f.rule)))
 
 
 def _pull_request_text() -> tuple[str | None, str | None]:
@@ -160,10 +164,11 @@ def planned_fixes(report: CheckReport, rules: list[Rule], config: Config) -> lis
     return fixes
 
 
-def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) -> CheckReport:
-    """The report on the change, with the compilation matrix of the kernels it reaches unless --no-compile."""
+def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
+             early: Callable[[CheckReport], None] | None = None) -> CheckReport:
+    """The report on the change, with the compilation matrix of the kernels it reaches unless --no-compile; `early`
+    gets the report of the rules that need no compiling before the compile starts."""
     change = collect_change(args, workspace.root, workspace.config)
-    matrix = None
     if args.head is not None:
         change = dataclasses.replace(change, notes=(*change.notes, 'kernels not compiled: mrbot compiles the working '
                                                                    'tree, and --head names another revision'))
@@ -174,8 +179,13 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule]) 
     elif not args.no_compile:
         from mrbot.compile.command import compile_change
 
+        fast = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
+        if early:
+            early(fast)
         matrix = compile_change(workspace, [f.path for f in change.files])
-    return evaluate(change, workspace, rules, matrix)
+        compiled = evaluate(change, workspace, [r for r in rules if is_compile_rule(r)], matrix)
+        return CheckReport(change, _ordered(fast.findings + compiled.findings), fast.suppressed + compiled.suppressed)
+    return evaluate(change, workspace, rules)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -185,7 +195,15 @@ def run(args: argparse.Namespace) -> int:
     if (args.fix or args.diff) and args.head:
         raise MrbotError(f"{'--fix' if args.fix else '--diff'} works on the working tree, so it cannot be combined with "
                          '--head')
-    report = _checked(args, workspace, rules)
+    shown: list[Finding] = []
+
+    def show_early(report: CheckReport) -> None:
+        # the fast rules' findings while the kernels compile: a contributor reads them in a second, not after the compile
+        print(git.printable(format_findings(report)), end='', flush=True)
+        shown.extend(report.findings)
+
+    streams = args.format == 'text' and not (args.fix or args.diff)
+    report = _checked(args, workspace, rules, show_early if streams else None)
     fixes = planned_fixes(report, rules, workspace.config) if args.fix or args.diff else []
     if args.diff:
         print(git.printable(''.join(fix.diff() for fix in fixes)), end='')
@@ -197,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     # the fixes rewrite license headers, comments that leave the import graph as it was
     if fixes:
         report = _checked(args, workspace, rules)
-    print(git.printable(format_report(report, args.format, rules)), end='')
+    print(git.printable(format_report(report, args.format, rules, shown=tuple(shown))), end='')
     return 1 if report.has_errors else 0
 
 

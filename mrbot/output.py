@@ -11,12 +11,15 @@ import shutil
 import sys
 from collections import Counter
 from itertools import groupby
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from mrbot.records import CheckReport, Finding
+from mrbot.records import ChangeSet, CheckReport, Finding
 from mrbot.render import render
 from mrbot.rules import Rule
 from mrbot.words import plural
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _SARIF_LEVEL = {'error': 'error', 'warning': 'warning', 'note': 'note'}
 _GITHUB_LEVEL = {'error': 'error', 'warning': 'warning', 'note': 'notice'}
@@ -43,18 +46,27 @@ def summary(report: CheckReport) -> str:
     return ', '.join(parts) if parts else 'no findings'
 
 
-def _text(report: CheckReport) -> str:
+def _console(buffer: io.StringIO) -> Console:
     from rich.console import Console
-    from rich.markup import escape
 
-    buffer = io.StringIO()
     color = wants_color(sys.stdout)
     # a terminal's width; in a log or a pipe no wrapping at all, as soft_wrap leaves long lines whole
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 160
-    console = Console(file=buffer, force_terminal=color, color_system='auto' if color else None, width=width,
-                      highlight=False, soft_wrap=True)
-    change = report.changeset
-    for path, group in groupby(report.findings, key=lambda f: f.path):
+    return Console(file=buffer, force_terminal=color, color_system='auto' if color else None, width=width,
+                   highlight=False, soft_wrap=True)
+
+
+def format_findings(report: CheckReport) -> str:
+    """The findings of `report` as text, without its summary: what `mrbot check` shows before the compile ends."""
+    buffer = io.StringIO()
+    _print_findings(_console(buffer), report.changeset, report.findings)
+    return buffer.getvalue()
+
+
+def _print_findings(console: Console, change: ChangeSet, findings: tuple[Finding, ...]) -> None:
+    from rich.markup import escape
+
+    for path, group in groupby(findings, key=lambda f: f.path):
         console.print(f'[bold]{escape(path or "pull request")}[/bold]')
         source = change.file(path)
         lines = (source.text or '').splitlines() if source else []
@@ -68,6 +80,15 @@ def _text(report: CheckReport) -> str:
                 console.print(f'  {"":>7} | {" " * column}[{_STYLE[f.severity]}]^[/]')
             if f.hint:
                 console.print(f'  {"":>7}   [dim]fix: {escape(f.hint)}[/dim]')
+
+
+def _text(report: CheckReport, shown: tuple[Finding, ...]) -> str:
+    from rich.markup import escape
+
+    buffer = io.StringIO()
+    console = _console(buffer)
+    change = report.changeset
+    _print_findings(console, change, tuple(f for f in report.findings if f not in shown))
     head = change.head[:12] if change.head else 'working tree'
     line = f"{summary(report)} in {plural(len(change.files), 'changed file')} ({change.base[:12]}..{head})"
     if report.suppressed:
@@ -142,7 +163,8 @@ def _github(report: CheckReport) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def format_report(report: CheckReport, fmt: str, rules: list[Rule]) -> str:
+def format_report(report: CheckReport, fmt: str, rules: list[Rule], shown: tuple[Finding, ...] = ()) -> str:
+    """`report` in format `fmt`; in text, the findings already `shown` are left out, and the summary counts them."""
     if fmt == 'json':
         return json.dumps(report.to_json(), indent=2) + '\n'
     if fmt == 'markdown':
@@ -151,4 +173,4 @@ def format_report(report: CheckReport, fmt: str, rules: list[Rule]) -> str:
         return _sarif(report, rules)
     if fmt == 'github':
         return _github(report)
-    return _text(report)
+    return _text(report, shown)

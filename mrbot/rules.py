@@ -91,6 +91,11 @@ def rule(
     return register
 
 
+def is_compile_rule(rule: Rule) -> bool:
+    """Whether `rule` judges the compile matrix (the CMP rules), so that it has findings only after a compile."""
+    return rule.id.startswith('CMP')
+
+
 def all_rules() -> list[Rule]:
     """Every rule of the `checks` package, sorted by id; importing a module of the package registers its rules."""
     import checks

@@ -16,7 +16,7 @@ from mrbot.compile.targets import parse_targets
 from mrbot.config import Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
-from mrbot.rules import all_rules
+from mrbot.rules import all_rules, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
 from mrbot.words import plural
@@ -62,7 +62,7 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
 
 
 def compile_rules() -> list:
-    return [rule for rule in all_rules() if rule.id.startswith('CMP')]
+    return [rule for rule in all_rules() if is_compile_rule(rule)]
 
 
 def _size(value: int | None) -> str:

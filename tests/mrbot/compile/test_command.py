@@ -136,6 +136,24 @@ def test_check_reports_what_the_change_does_not_compile(library, capsys):
     assert {'CMP001', 'CMP002'} <= rules
 
 
+def test_check_shows_the_fast_findings_before_the_kernels_compile(library, capsys, monkeypatch):
+    from mrbot.compile import command
+
+    compile_change, seen = command.compile_change, []
+
+    def compile_after_looking(*args, **kwargs):
+        seen.append(capsys.readouterr().out)
+        return compile_change(*args, **kwargs)
+
+    monkeypatch.setattr(command, 'compile_change', compile_after_looking)
+    assert main(['check', '--base', 'HEAD', '--title', 'add total and square']) == 1
+    after = capsys.readouterr().out
+    assert 'MR-TITLE' in seen[0] and 'CMP001' not in seen[0]
+    assert 'CMP001' in after and 'MR-TITLE' not in after
+    # the summary at the end counts the findings shown before the compile too
+    assert after.splitlines()[-1].startswith('5 errors in 2 changed files')
+
+
 def test_a_compiler_that_aborts_costs_only_its_cell(library, capsys):
     # stands in for a compiler assertion: the module aborts the compile process that imports it
     crashing = HEADER + textwrap.dedent('''
