@@ -10,7 +10,7 @@ import difflib
 import re
 from collections.abc import Iterator, Set
 
-from mrbot.rules import Context, Violation, dotted_name, last_name, rule
+from mrbot.rules import BLOCK_SIZE_NAME, Context, Violation, dotted_name, last_name, rule
 
 _BLOCK_POINTER_APIS = ('make_block_ptr', 'advance')
 # Where kernels for Huawei's Ascend NPUs live: triton-ascend compiles them, which needs block pointers and launches at
@@ -19,8 +19,6 @@ ASCEND_PATH = re.compile(r'(?:^|/)(?:\w+_)?(?:ascend|npu)(?:_\w+)?(?:/|\.py$)')
 # `BH` and `BH_...` count batch x heads, a runtime value that would recompile the kernel per batch size as a constexpr.
 _COMPILE_TIME_NAME = re.compile(r'^(?:B(?!H(?:_|$))[A-Z0-9][A-Z0-9_]*|(?:USE|IS|HAS)_[A-Z0-9_]*)$')
 _SNIPPET_LENGTH = 60
-
-_BLOCK_SIZE_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
 
 
 def _jit_decorator(function: ast.FunctionDef) -> ast.expr | None:
@@ -155,7 +153,7 @@ def cast_target(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
 def is_block_size(node: ast.expr) -> bool:
     """Whether `node` is a compile-time block size (`BT`, `BK`), an integer literal, or a product of them."""
     if isinstance(node, ast.Name):
-        return bool(_BLOCK_SIZE_NAME.match(node.id))
+        return bool(BLOCK_SIZE_NAME.match(node.id))
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int) and not isinstance(node.value, bool)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
@@ -339,7 +337,7 @@ def _assigned_values(function: ast.FunctionDef) -> dict[str, list[ast.expr]]:
 def _is_block_arange(node: ast.expr) -> bool:
     """Whether `node` is `tl.arange(start, B...)`: a range as long as a block size rather than a dimension."""
     return isinstance(node, ast.Call) and last_name(node.func) == 'arange' and len(node.args) == 2 \
-        and isinstance(node.args[1], ast.Name) and bool(_BLOCK_SIZE_NAME.match(node.args[1].id))
+        and isinstance(node.args[1], ast.Name) and bool(BLOCK_SIZE_NAME.match(node.args[1].id))
 
 
 def _hinted_value(node: ast.Call) -> ast.expr | None:

@@ -21,6 +21,7 @@ from mrbot.output import format_findings, format_report
 from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
 from mrbot.rules import Context, Rule, all_rules, is_compile_rule
 from mrbot.stack import missing_kernel_stack
+from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -178,11 +179,17 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
                                                                    "installed (pip install 'mrbot[kernels]')"))
     elif not args.no_compile:
         from mrbot.compile.command import compile_change
+        from mrbot.compile.matrix import QUICK
 
         fast = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
         if early:
             early(fast)
-        matrix = compile_change(workspace, [f.path for f in change.files])
+        matrix = compile_change(workspace, [f.path for f in change.files], depth=QUICK)
+        if matrix.deferred:
+            change = dataclasses.replace(change, notes=(*change.notes, f"{plural(matrix.deferred, 'specialization')} "
+                                                                       'of the edited kernels left to `mrbot compile`, '
+                                                                       'which compiles every one: this check compiled '
+                                                                       "each code path's smallest and largest blocks"))
         compiled = evaluate(change, workspace, [r for r in rules if is_compile_rule(r)], matrix)
         return CheckReport(change, _ordered(fast.findings + compiled.findings), fast.suppressed + compiled.suppressed)
     return evaluate(change, workspace, rules)

@@ -39,14 +39,14 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
     import triton
 
     from mrbot.compile.launches import Capture
-    from mrbot.compile.matrix import DEPTHS, CompileMatrix, build_matrix
+    from mrbot.compile.matrix import DEPTHS, QUICK, CompileMatrix, build_matrix
     from mrbot.compile.plan import plan_compile
 
     config = workspace.config
     chosen = parse_targets(targets.split(','), '--targets') if targets else parse_targets(config.compile_targets,
                                                                                              'compile-targets')
-    if depth not in (*DEPTHS, 'auto'):
-        raise MrbotError(f"--depth: expected auto, {', '.join(DEPTHS)}; got {depth!r}")
+    if depth not in (*DEPTHS, 'auto', QUICK):
+        raise MrbotError(f"--depth: expected auto, {QUICK}, {', '.join(DEPTHS)}; got {depth!r}")
     if jobs < 0 or timeout <= 0:
         raise MrbotError(f'--jobs must be 0 (all CPUs) or more and --timeout above 0, got {jobs} and {timeout:g}')
     plan = plan_compile(workspace, changed)
@@ -179,7 +179,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='how far to compile every launch for every target: ttgir (errors and shared memory), '
                              'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas); auto '
                              '(default): every config for the first target, the benchmarked ones through ptxas, and '
-                             "each specialization's first config for the other targets, all through ttgir")
+                             "each specialization's first config for the other targets, all through ttgir; quick "
+                             "(mrbot check's): what the cache holds, and of the rest each code path's smallest and "
+                             'largest blocks through ttgir')
     parser.add_argument('-j', '--jobs', type=int, default=0, help='compile processes (default: one per CPU)')
     parser.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT,
                         help=f'seconds for one compile, and for each capture run (default: {DEFAULT_TIMEOUT:g})')

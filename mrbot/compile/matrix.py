@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from mrbot.compile.plan import CompilePlan, Kernel
 from mrbot.compile.targets import Target
 from mrbot.config import state_dir, write_whole
 from mrbot.records import MrbotError
+from mrbot.rules import BLOCK_SIZE_NAME
 from mrbot.words import plural
 
 SCHEMA = 1
@@ -43,6 +45,8 @@ CACHE_FILE = 'compile-cells.json'
 # `ttgir`: every pass up to the layouts and the shared-memory allocation; `llir`: the whole lowering to LLVM; `sass`:
 # on through PTX to ptxas, for registers and spills (see mrbot/compile/worker.py).
 DEPTHS = ('ttgir', 'llir', 'sass')
+# The plan of `mrbot check`: cached cells, and each uncached code path at its extremes (quick_cells).
+QUICK = 'quick'
 STATUSES = ('ok', 'error', 'crashed', 'timeout', 'unavailable')
 
 
@@ -115,6 +119,8 @@ class CompileMatrix:
     unlaunched: tuple[Kernel, ...] = ()
     # the files among `reached` that declare the targets their kernels are written for
     declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the cells a quick run left to a full one (`mrbot compile`)
+    deferred: int = 0
 
     @property
     def compiles(self) -> tuple[Cell, ...]:
@@ -331,6 +337,34 @@ def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,
     return cells
 
 
+def quick_cells(planned: list[tuple[Launch, Target, str]], cached: set[str]) -> list[tuple[Launch, Target, str]]:
+    """The cells of a quick run: every cell of `planned` whose result is `cached`, and of the rest, for each kernel,
+    target and code path (the compile-time values that are not integers: flags, precisions, dtypes), the
+    specializations with the smallest and the largest blocks, through TTGIR. A kernel's branches and its shared memory
+    are what an edit breaks; the integer sizes between two extremes rarely are."""
+    kept, paths = [], defaultdict(list)
+    for launch, target, depth in planned:
+        if _cell_key(launch, target, depth) in cached:
+            kept.append((launch, target, depth))
+        else:
+            path = sorted((name, repr(value)) for name, value in launch.constants().items()
+                          if not isinstance(value, int) or isinstance(value, bool))
+            paths[launch.path, launch.kernel, target.name, repr(path)].append((launch, target))
+    for group in paths.values():
+        group.sort(key=lambda cell: _blocks(cell[0]))
+        kept += [(launch, target, 'ttgir') for launch, target in {id(c): c for c in (group[0], group[-1])}.values()]
+    return kept
+
+
+def _blocks(launch: Launch) -> int:
+    """The product of a launch's block sizes (`BT`, `BK`, ...) and pipelining stages: what its shared memory grows with."""
+    size = launch.specialization['options'].get('num_stages') or 1
+    for name, value in launch.constants().items():
+        if BLOCK_SIZE_NAME.match(name) and isinstance(value, int) and not isinstance(value, bool):
+            size *= max(value, 1)
+    return size
+
+
 def _written_for(launch: Launch, target: Target, declared: dict[str, tuple[str, ...]]) -> bool:
     return launch.path not in declared or target.name in declared[launch.path]
 
@@ -357,7 +391,11 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     declared = dict(plan.declared)
-    planned = plan_cells(launches, targets, depth, declared)
+    planned = plan_cells(launches, targets, 'auto' if depth == QUICK else depth, declared)
+    deferred = 0
+    if depth == QUICK:
+        quick = quick_cells(planned, {key for key, _ in cache.items()})
+        deferred, planned = len(planned) - len(quick), quick
     work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
     say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
         f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
@@ -377,7 +415,7 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     launched = {(launch.path, launch.kernel) for launch in launches}
     return CompileMatrix(targets, cells, capture, triton.__version__, jobs, time.monotonic() - start,
                          tuple(sorted(plan.files)), tuple(k for k in plan.kernels if (k.path, k.name) not in launched),
-                         plan.declared)
+                         plan.declared, deferred)
 
 
 @dataclass(frozen=True)

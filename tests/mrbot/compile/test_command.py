@@ -14,6 +14,9 @@ import time
 import pytest
 
 from mrbot.cli import main
+from mrbot.compile.launches import Launch
+from mrbot.compile.matrix import _cell_key, quick_cells
+from mrbot.compile.targets import TARGETS
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 PYPROJECT = '[tool.mrbot]\nsource-roots = ["lib"]\n'
@@ -342,3 +345,34 @@ def test_a_link_in_place_of_a_state_folder_is_refused_and_nothing_is_written_thr
                                                         'link: mrbot keeps its state in a real folder there; remove the '
                                                         'link')
     assert [p.name for p in victim.iterdir()] == ['important.log']
+
+
+def _sized(flag: bool, block: int) -> Launch:
+    specialization = {'signature': {'x': '*fp32', 'USE_G': 'constexpr', 'BT': 'constexpr'},
+                      'constant_keys': [[1], [2]], 'constant_vals': [flag, block], 'attrs_keys': [], 'attrs_vals': [],
+                      'options': {'num_stages': 2}}
+    return Launch('chunk_kernel', 'lib.ops', 'lib/ops.py', 10, 'hash', specialization)
+
+
+def test_a_quick_compile_takes_each_code_path_at_its_smallest_and_largest_blocks():
+    sm90 = TARGETS['sm_90']
+    launches = [_sized(True, 64), _sized(True, 16), _sized(True, 32), _sized(False, 32), _sized(True, 128)]
+    cached = _sized(True, 256)
+    planned = [(launch, sm90, 'ttgir') for launch in [*launches, cached]]
+    kept = quick_cells(planned, {_cell_key(cached, sm90, 'ttgir')})
+    # what the cache holds costs nothing and stays; a path with one specialization keeps it
+    assert sorted((launch.constants()['USE_G'], launch.constants()['BT']) for launch, _, _ in kept) == [
+        (False, 32), (True, 16), (True, 128), (True, 256)]
+    assert {depth for _, _, depth in kept} == {'ttgir'}
+
+
+def test_check_compiles_an_edited_kernel_quickly_and_says_what_it_left(library, capsys):
+    # three sizes of one kernel on one path: the middle one is left to `mrbot compile`
+    ops = OPS.replace("triton.Config({'BLOCK': 256})", "triton.Config({'BLOCK': 64}), triton.Config({'BLOCK': 128})")
+    library.write({'lib/ops.py': ops})
+    assert main(['check', '--base', 'HEAD', '--title', '[Ops] Add total and square', '--format', 'json']) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert ('1 specialization of the edited kernels left to `mrbot compile`, which compiles every one: this check '
+            "compiled each code path's smallest and largest blocks") in report['notes']
+    assert main(['compile', '--base', 'HEAD', '--targets', 'sm_90', '--format', 'json']) == 1
+    assert len(json.loads(capsys.readouterr().out)['compile']['cells']) == 4
