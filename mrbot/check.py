@@ -187,9 +187,10 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
         matrix = compile_change(workspace, [f.path for f in change.files], depth=QUICK)
         if matrix.deferred:
             change = dataclasses.replace(change, notes=(*change.notes, f"{plural(matrix.deferred, 'specialization')} "
-                                                                       'of the edited kernels left to `mrbot compile`, '
-                                                                       'which compiles every one: this check compiled '
-                                                                       "each code path's smallest and largest blocks"))
+                                                                       'not compiled since the kernel changed, left to '
+                                                                       '`mrbot compile`, which compiles every one: this '
+                                                                       "check compiled each code path's smallest and "
+                                                                       'largest blocks'))
         compiled = evaluate(change, workspace, [r for r in rules if is_compile_rule(r)], matrix)
         return CheckReport(change, _ordered(fast.findings + compiled.findings), fast.suppressed + compiled.suppressed)
     return evaluate(change, workspace, rules)

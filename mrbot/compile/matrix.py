@@ -338,22 +338,24 @@ def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,
 
 
 def quick_cells(planned: list[tuple[Launch, Target, str]], cached: set[str]) -> list[tuple[Launch, Target, str]]:
-    """The cells of a quick run: every cell of `planned` whose result is `cached`, and of the rest, for each kernel,
-    target and code path (the compile-time values that are not integers: flags, precisions, dtypes), the
-    specializations with the smallest and the largest blocks, through TTGIR. A kernel's branches and its shared memory
-    are what an edit breaks; the integer sizes between two extremes rarely are."""
-    kept, paths = [], defaultdict(list)
+    """The cells of a quick run: every cell of `planned` whose result is `cached` (at its depth, or through TTGIR by an
+    earlier quick run), and for each kernel, target and code path (the compile-time values that are not integers:
+    flags, precisions, dtypes), the specializations with the smallest and the largest blocks, through TTGIR. A kernel's
+    branches and its shared memory are what an edit breaks; the integer sizes between two extremes rarely are."""
+    kept, paths = {}, defaultdict(list)
     for launch, target, depth in planned:
-        if _cell_key(launch, target, depth) in cached:
-            kept.append((launch, target, depth))
-        else:
-            path = sorted((name, repr(value)) for name, value in launch.constants().items()
-                          if not isinstance(value, int) or isinstance(value, bool))
-            paths[launch.path, launch.kernel, target.name, repr(path)].append((launch, target))
+        for held in (depth, 'ttgir'):
+            if _cell_key(launch, target, held) in cached:
+                kept[id(launch), target.name] = (launch, target, held)
+                break
+        path = sorted((name, repr(value)) for name, value in launch.constants().items()
+                      if not isinstance(value, int) or isinstance(value, bool))
+        paths[launch.path, launch.kernel, target.name, repr(path)].append((launch, target))
     for group in paths.values():
         group.sort(key=lambda cell: _blocks(cell[0]))
-        kept += [(launch, target, 'ttgir') for launch, target in {id(c): c for c in (group[0], group[-1])}.values()]
-    return kept
+        for launch, target in (group[0], group[-1]):
+            kept.setdefault((id(launch), target.name), (launch, target, 'ttgir'))
+    return list(kept.values())
 
 
 def _blocks(launch: Launch) -> int:
