@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,10 +182,29 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
         from mrbot.compile.command import compile_change
         from mrbot.compile.matrix import QUICK
 
-        fast = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
-        if early:
-            early(fast)
-        matrix = compile_change(workspace, [f.path for f in change.files], depth=QUICK)
+        # the rules run while the kernels compile: the compile waits on its processes, the rules need the interpreter
+        judged: list[CheckReport | BaseException] = []
+
+        def judge() -> None:
+            try:
+                report = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
+            except BaseException as error:  # raised again by the main thread, which owns the error boundary
+                judged.append(error)
+                return
+            judged.append(report)
+            if early:
+                early(report)
+
+        workspace.graph  # noqa: B018 - built once here, not by both threads at once
+        judging = threading.Thread(target=judge, daemon=True)
+        judging.start()
+        try:
+            matrix = compile_change(workspace, [f.path for f in change.files], depth=QUICK)
+        finally:
+            judging.join()
+        (fast,) = judged
+        if isinstance(fast, BaseException):
+            raise fast
         if matrix.deferred:
             change = dataclasses.replace(change, notes=(*change.notes, f"{plural(matrix.deferred, 'specialization')} "
                                                                        'not compiled since the kernel changed, left to '

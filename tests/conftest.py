@@ -14,6 +14,9 @@ import torch
 if not torch.cuda.is_available():  # mrbot: ignore[PLT001]
     os.environ.setdefault('TRITON_INTERPRET', '1')
 
+# a compile server outlives the test that started it; the one test of servers turns them on for itself
+os.environ.setdefault('MRBOT_COMPILE_SERVER', '0')
+
 TESTS_DIR = Path(__file__).parent
 POISONED_DIRS = {'ops', 'modules'}
 SEED = 42

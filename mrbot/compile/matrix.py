@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,13 @@ CACHE_FILE = 'compile-cells.json'
 # `ttgir`: every pass up to the layouts and the shared-memory allocation; `llir`: the whole lowering to LLVM; `sass`:
 # on through PTX to ptxas, for registers and spills (see mrbot/compile/worker.py).
 DEPTHS = ('ttgir', 'llir', 'sass')
+# A compile server (worker.serve): whether one may run, and how long it waits for the next run.
+SERVER_SWITCH = 'MRBOT_COMPILE_SERVER'
+SERVER_IDLE_S = 900
+# What a shell or a terminal sets and compiling never reads: a new terminal still finds the server of the last one.
+_SHELL_VARIABLES = frozenset({'_', 'OLDPWD', 'PWD', 'SHLVL', 'COLUMNS', 'LINES', 'TERM', 'COLORTERM', 'TERM_PROGRAM',
+                              'TERM_PROGRAM_VERSION', 'TERM_SESSION_ID', 'WINDOWID', 'TMUX_PANE', 'SSH_CLIENT',
+                              'SSH_CONNECTION', 'SSH_TTY', 'SSH_AUTH_SOCK', 'DISPLAY', 'XDG_SESSION_ID', SERVER_SWITCH})
 # The plan of `mrbot check`: cached cells, and each uncached code path at its extremes (quick_cells).
 QUICK = 'quick'
 STATUSES = ('ok', 'error', 'crashed', 'timeout', 'unavailable')
@@ -174,13 +183,16 @@ def _save_cache(root: Path, cache: dict[str, dict]) -> None:
 class _Worker:
     """One compile process, in a session of its own; replaced by a fresh one when it dies or overruns a cell."""
 
-    def __init__(self, root: Path, env: dict[str, str], scratch: Path, number: int) -> None:
-        self.root, self.env = root, env
+    def __init__(self, root: Path, env: dict[str, str], scratch: Path, number: int, server: Path | None = None) -> None:
+        self.root, self.env, self.server = root, env, server
         self.stderr_path = scratch / f'worker-{number}.stderr'
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | _Served | None = None
         self.requests = 0
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen | _Served:
+        served = _connect(self.server, self.stderr_path) if self.server else None
+        if served is not None:
+            return served
         # read and write, so that the worker can read back what the compiler printed for the cell that failed
         stderr = self.stderr_path.open('w+b')
         process = subprocess.Popen([sys.executable, worker_module.__file__], cwd=self.root, env=self.env, text=True,
@@ -241,17 +253,129 @@ class _Worker:
         self.kill()
 
 
+class _Served:
+    """A compile process a server forked (worker.serve), seen through what `_Worker` uses of a Popen."""
+
+    def __init__(self, connection: socket.socket, pid: int) -> None:
+        self.connection, self.pid, self.returncode, self.ended = connection, pid, None, False
+        self.stdin = _SocketInput(connection)
+        self.stdout = connection.makefile('r', encoding='utf-8')
+
+    def poll(self) -> int | None:
+        """0 once the process has ended; its status stays unknown (`returncode` None), since the server reaps it."""
+        if not self.ended:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.ended = True
+                self.connection.close()
+        return 0 if self.ended else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired('compile server process', timeout)
+            time.sleep(0.01)
+        return 0
+
+
+class _SocketInput:
+    """The requests side of a served process: closing it ends the process's input, as closing a pipe would."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection, self.file = connection, connection.makefile('w', encoding='utf-8')
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()
+            self.connection.shutdown(socket.SHUT_WR)
+
+
+def server_address(root: Path, env: dict[str, str]) -> Path | None:
+    """Where a compile server for this repository, Python, Triton and environment listens; None where servers are off:
+    `MRBOT_COMPILE_SERVER=0`, or unset and stderr not a terminal (CI, tests, scripts), or no private folder for it.
+
+    The socket lives in a folder of the user's own under the temporary directory, not in the repository: a socket's
+    path may hold only about a hundred bytes."""
+    wanted = os.environ.get(SERVER_SWITCH)
+    if wanted == '0' or (wanted is None and not sys.stderr.isatty()):
+        return None
+    folder = Path(tempfile.gettempdir()) / f'mrbot-{os.getuid()}'
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        mode = folder.lstat()
+    except OSError:
+        return None
+    # another user's folder, or one others may write, could hold a socket that answers for us
+    if not stat.S_ISDIR(mode.st_mode) or mode.st_uid != os.getuid() or mode.st_mode & 0o077:
+        return None
+    kept = sorted((name, value) for name, value in env.items() if name not in _SHELL_VARIABLES)
+    key = hashlib.sha256(json.dumps([str(root), sys.executable, triton.__version__, kept,
+                                     hashlib.sha256(Path(worker_module.__file__).read_bytes()).hexdigest()]).encode())
+    return folder / f'compile-{key.hexdigest()[:20]}.sock'
+
+
+def _connect(address: Path, stderr_path: Path) -> _Served | None:
+    """A compile process forked by the server at `address`, or None (no server, or not ours, or not answering)."""
+    try:
+        if os.stat(address).st_uid != os.getuid():
+            return None
+    except OSError:
+        return None
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.settimeout(5)
+        connection.connect(str(address))
+        connection.sendall(f'{stderr_path}\n'.encode())
+        pid = int(connection.makefile('rb').readline() or b'0')
+        connection.settimeout(None)
+    except ConnectionRefusedError:
+        # a server that died left its socket: clear it, so that the next one can listen there
+        connection.close()
+        with contextlib.suppress(OSError):
+            address.unlink()
+        return None
+    except (OSError, ValueError):
+        connection.close()
+        return None
+    if pid <= 0:
+        connection.close()
+        return None
+    return _Served(connection, pid)
+
+
+def _start_server(address: Path, root: Path, env: dict[str, str]) -> None:
+    """Start a compile server for the next run; it stays `SERVER_IDLE_S` seconds after its last connection."""
+    server = subprocess.Popen([sys.executable, worker_module.__file__, '--serve', str(address), str(SERVER_IDLE_S)],
+                              cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    # the server leaves its starter at once (worker.serve forks), so this wait is short and leaves no zombie
+    server.wait()
+
+
 def _signal_name(returncode: int | None) -> str:
-    if returncode is not None and returncode < 0:
+    if returncode is None:
+        return 'its process ended'
+    if returncode < 0:
         with contextlib.suppress(ValueError):
             return signal.Signals(-returncode).name
     return f'exit {returncode}'
 
 
 def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float, cache: dict[str, dict],
-                  progress: Callable[[int, int], None] | None = None) -> list[CellResult]:
+                  progress: Callable[[int, int], None] | None = None,
+                  started: Callable[[str], None] | None = None) -> list[CellResult]:
     """Compile each (launch, target, depth), `jobs` processes at a time; results in input order. Results in `cache`
-    are reused, and the new ones that a rerun would give again are added to it and saved."""
+    are reused, and the new ones that a rerun would give again are added to it and saved. Where compile servers may
+    run (server_address), the processes come from one, and one is started for the next run if none answered;
+    `started` hears of it."""
     keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
     results: list[CellResult | None] = [None] * len(work)
     pending = []
@@ -263,8 +387,8 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 cache[key] = cache.pop(key)
                 continue
         pending.append(index)
-    # the slow ones (ptxas) first, so that the last to finish are short
-    pending.sort(key=lambda i: work[i][2] != 'sass')
+    # the slow ones (ptxas, then large blocks) first, so that the last to finish are short
+    pending.sort(key=lambda i: (work[i][2] != 'sass', -_blocks(work[i][0])))
     lock = threading.Lock()
     done = len(work) - len(pending)
     env = compile_environment()
@@ -290,8 +414,10 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 if progress is not None:
                     progress(done, len(work))
 
+    server = server_address(root, env) if pending else None
+    served = server is not None and server.exists()
     with tempfile.TemporaryDirectory(prefix='mrbot-compile-') as scratch:
-        workers = [_Worker(root, env, Path(scratch), n) for n in range(max(1, min(jobs, len(pending))))]
+        workers = [_Worker(root, env, Path(scratch), n, server) for n in range(max(1, min(jobs, len(pending))))]
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
         try:
             for thread in threads:
@@ -310,6 +436,11 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 worker.close()
             with lock:
                 _save_cache(root, dict(cache))
+    if server is not None and not server.exists():
+        _start_server(server, root, env)
+        if not served and started is not None:
+            started(f'a compile server stays {SERVER_IDLE_S // 60} minutes after its last use, so that the next run '
+                    f'need not import torch and Triton again ({SERVER_SWITCH}=0 turns it off)')
     return [r for r in results if r is not None]
 
 
@@ -340,10 +471,14 @@ def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,
 def quick_cells(planned: list[tuple[Launch, Target, str]], cached: set[str]) -> list[tuple[Launch, Target, str]]:
     """The cells of a quick run: every cell of `planned` whose result is `cached` (at its depth, or through TTGIR by an
     earlier quick run), and for each kernel, target and code path (the compile-time values that are not integers:
-    flags, precisions, dtypes), the specializations with the smallest and the largest blocks, through TTGIR. A kernel's
-    branches and its shared memory are what an edit breaks; the integer sizes between two extremes rarely are."""
-    kept, paths = {}, defaultdict(list)
+    flags, precisions, dtypes), the specializations with the smallest and the largest blocks (the most stages among
+    the largest) through TTGIR; one where every block is one size, and on a launch's later targets the largest alone,
+    since what a target changes is the shared memory a block may have.
+    A kernel's branches and its shared memory are what an edit breaks; the sizes between two extremes rarely are.
+    `planned` holds a launch's cells in target order, the first target it is written for first."""
+    kept, paths, first = {}, defaultdict(list), {}
     for launch, target, depth in planned:
+        first.setdefault(id(launch), target.name)
         for held in (depth, 'ttgir'):
             if _cell_key(launch, target, held) in cached:
                 kept[id(launch), target.name] = (launch, target, held)
@@ -352,15 +487,19 @@ def quick_cells(planned: list[tuple[Launch, Target, str]], cached: set[str]) -> 
                       if not isinstance(value, int) or isinstance(value, bool))
         paths[launch.path, launch.kernel, target.name, repr(path)].append((launch, target))
     for group in paths.values():
-        group.sort(key=lambda cell: _blocks(cell[0]))
-        for launch, target in (group[0], group[-1]):
+        group.sort(key=lambda cell: (_blocks(cell[0]), cell[0].specialization['options'].get('num_stages') or 1))
+        smallest, largest = group[0], group[-1]
+        # blocks of one size in both: the largest holds the most stages, and so the most shared memory
+        both = first[id(smallest[0])] == smallest[1].name and _blocks(smallest[0]) < _blocks(largest[0])
+        for launch, target in (smallest, largest) if both else (largest,):
             kept.setdefault((id(launch), target.name), (launch, target, 'ttgir'))
     return list(kept.values())
 
 
 def _blocks(launch: Launch) -> int:
-    """The product of a launch's block sizes (`BT`, `BK`, ...) and pipelining stages: what its shared memory grows with."""
-    size = launch.specialization['options'].get('num_stages') or 1
+    """The product of a launch's block sizes (`BT`, `BK`, ...): with its pipelining stages, what its shared memory
+    grows with."""
+    size = 1
     for name, value in launch.constants().items():
         if BLOCK_SIZE_NAME.match(name) and isinstance(value, int) and not isinstance(value, bool):
             size *= max(value, 1)
@@ -396,8 +535,10 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     planned = plan_cells(launches, targets, 'auto' if depth == QUICK else depth, declared)
     deferred = 0
     if depth == QUICK:
-        quick = quick_cells(planned, {key for key, _ in cache.items()})
-        deferred, planned = len(planned) - len(quick), quick
+        available = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
+        quick = quick_cells(available, set(cache))
+        deferred = len(available) - len(quick)
+        planned = quick + [cell for cell in planned if not _written_for(cell[0], cell[1], declared)]
     work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
     say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
         f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
@@ -411,7 +552,7 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
-    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick))
+    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick, say))
     cells = tuple(Cell(launch, target, next(compiled) if _written_for(launch, target, declared)
                        else _unavailable(launch, cell_depth, declared)) for launch, target, cell_depth in planned)
     launched = {(launch.path, launch.kernel) for launch in launches}

@@ -10,9 +10,11 @@ code generator and every TTIR and TTGIR pass, then the passes that allocate shar
 lowering to LLVM) or `sass` (on through PTX to ptxas). Its stderr is a file the parent opened, emptied before each
 cell, so that it holds what the compiler printed for that cell alone: the worker reads it back for an error, the
 parent after a crash (a compiler assertion aborts this process; the parent sees it die and reports that cell). It
-imports nothing of mrbot, so that it runs with whatever the repository holds.
+imports nothing of mrbot, so that it runs with whatever the repository holds. `python worker.py --serve SOCKET IDLE`
+is a compile server instead (`serve`): it forks such processes on demand, with torch and Triton already imported.
 """
 
+import contextlib
 import importlib
 import inspect
 import json
@@ -233,5 +235,72 @@ def main() -> None:
     os._exit(0)
 
 
-if __name__ == '__main__':
+def serve(address: str, idle: float) -> None:
+    """Stay warm for the next run: import what every compile process imports (torch, Triton's compiler), then, for
+    each connection to the socket at `address`, fork a compile process that speaks `main`'s protocol over it.
+
+    Nothing of the repository is imported here, so each forked process imports the kernels' modules as they are now.
+    A connection first sends the path of the stderr file the process should write, and reads back its pid. The server
+    ends after `idle` seconds without a connection, or when its socket file is gone or replaced.
+    """
+    import signal
+    import socket
+
+    # leave the starter at once: it waits for this process, and the imports take seconds
+    if os.fork() > 0:
+        os._exit(0)
+    import triton.compiler  # noqa: F401 - imported once here instead of in every forked process
+    with contextlib.suppress(ImportError):
+        import torch._dynamo  # noqa: F401 - what `torch.compiler.disable`, common at a kernel module's import, loads
+
+    os.umask(0o077)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(8)
+    listener.settimeout(idle)
+    mine = os.stat(address).st_ino
+    # the kernel reaps each forked process as it ends
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except TimeoutError:
+            break
+        try:
+            if os.stat(address).st_ino != mine:
+                break
+        except OSError:
+            break
+        if os.fork() == 0:
+            listener.close()
+            _served(connection)
+        connection.close()
+    with contextlib.suppress(OSError):
+        if os.stat(address).st_ino == mine:
+            os.unlink(address)
+
+
+def _served(connection) -> None:
+    """In a forked process: take the connection as stdin and stdout and the named file as stderr, then compile."""
+    import signal
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    reader = connection.makefile('rb')
+    stderr = os.open(reader.readline().decode().rstrip('\n'), os.O_RDWR | os.O_CREAT, 0o600)
+    os.dup2(stderr, 2)
+    os.dup2(connection.fileno(), 0)
+    os.dup2(connection.fileno(), 1)
+    os.close(stderr)
+    os.write(1, f'{os.getpid()}\n'.encode())
+    sys.stdin = os.fdopen(0, 'r', closefd=False)
+    sys.stdout = os.fdopen(1, 'w', buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, 'w', buffering=1, closefd=False)
     main()
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--serve']:
+        serve(sys.argv[2], float(sys.argv[3]))
+    else:
+        main()

@@ -139,16 +139,21 @@ def test_check_reports_what_the_change_does_not_compile(library, capsys):
     assert {'CMP001', 'CMP002'} <= rules
 
 
-def test_check_shows_the_fast_findings_before_the_kernels_compile(library, capsys, monkeypatch):
+def test_check_shows_the_fast_findings_while_the_kernels_compile(library, capsys, monkeypatch):
     from mrbot.compile import command
 
     compile_change, seen = command.compile_change, []
 
-    def compile_after_looking(*args, **kwargs):
-        seen.append(capsys.readouterr().out)
+    def compile_once_they_show(*args, **kwargs):
+        # a compile that ends only after the fast findings are out: they cannot be waiting for it
+        shown, deadline = '', time.monotonic() + 30
+        while 'MR-TITLE' not in shown and time.monotonic() < deadline:
+            time.sleep(0.05)
+            shown += capsys.readouterr().out
+        seen.append(shown)
         return compile_change(*args, **kwargs)
 
-    monkeypatch.setattr(command, 'compile_change', compile_after_looking)
+    monkeypatch.setattr(command, 'compile_change', compile_once_they_show)
     assert main(['check', '--base', 'HEAD', '--title', 'add total and square']) == 1
     after = capsys.readouterr().out
     assert 'MR-TITLE' in seen[0] and 'CMP001' not in seen[0]
@@ -347,10 +352,10 @@ def test_a_link_in_place_of_a_state_folder_is_refused_and_nothing_is_written_thr
     assert [p.name for p in victim.iterdir()] == ['important.log']
 
 
-def _sized(flag: bool, block: int) -> Launch:
+def _sized(flag: bool, block: int, stages: int = 2) -> Launch:
     specialization = {'signature': {'x': '*fp32', 'USE_G': 'constexpr', 'BT': 'constexpr'},
                       'constant_keys': [[1], [2]], 'constant_vals': [flag, block], 'attrs_keys': [], 'attrs_vals': [],
-                      'options': {'num_stages': 2}}
+                      'options': {'num_stages': stages}}
     return Launch('chunk_kernel', 'lib.ops', 'lib/ops.py', 10, 'hash', specialization)
 
 
@@ -364,6 +369,15 @@ def test_a_quick_compile_takes_each_code_path_at_its_smallest_and_largest_blocks
     assert sorted((launch.constants()['USE_G'], launch.constants()['BT']) for launch, _, _ in kept) == [
         (False, 32), (True, 16), (True, 256)]
     assert {depth for _, _, depth in kept} == {'ttgir'}
+    # one block size in two configs: the one with more stages asks for more shared memory, and is the one compiled
+    (kept,) = quick_cells([(launch, sm90, 'ttgir') for launch in (_sized(False, 32, 4), _sized(False, 32, 2))], set())
+    assert kept[0].specialization['options'] == {'num_stages': 4}
+    # on a later target only the largest blocks: what a target changes is the shared memory a block may have
+    sm100 = TARGETS['sm_100']
+    both = [(launch, target, 'ttgir') for launch in launches for target in (sm90, sm100)]
+    assert sorted((target.name, launch.constants()['USE_G'], launch.constants()['BT'])
+                  for launch, target, _ in quick_cells(both, set())) == [
+        ('sm_100', False, 32), ('sm_100', True, 128), ('sm_90', False, 32), ('sm_90', True, 16), ('sm_90', True, 128)]
 
 
 def test_check_compiles_an_edited_kernel_quickly_and_says_what_it_left(library, capsys):
@@ -383,3 +397,32 @@ def test_check_compiles_an_edited_kernel_quickly_and_says_what_it_left(library, 
     assert json.loads(cache.read_text())['cells'].keys() == compiled.keys()
     assert main(['compile', '--base', 'HEAD', '--targets', 'sm_90', '--format', 'json']) == 1
     assert len(json.loads(capsys.readouterr().out)['compile']['cells']) == 4
+
+
+def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsys, monkeypatch):
+    from mrbot.compile import matrix
+
+    monkeypatch.setenv(matrix.SERVER_SWITCH, '1')
+    monkeypatch.setattr(matrix, 'SERVER_IDLE_S', 20)
+    assert main(['compile', '--all', '--targets', 'sm_90']) == 1
+    assert 'a compile server stays' in capsys.readouterr().err
+    address = matrix.server_address(library.root.resolve(), matrix.compile_environment())
+    deadline = time.monotonic() + 60
+    while not address.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started = []
+    popen = matrix.subprocess.Popen
+    monkeypatch.setattr(matrix.subprocess, 'Popen', lambda command, **kwargs: started.append(command) or popen(command,
+                                                                                                                **kwargs))
+    # the fix of the loop-carried type: a server that had imported the kernels would still fail it
+    library.write({'lib/ops.py': OPS.replace('_ = o_x < n', 'm_x = o_x < n').replace('mask=_', 'mask=m_x')})
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    cells = json.loads(capsys.readouterr().out)['compile']['cells']
+    assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['ok']
+    # no compile process was started: the server forked them
+    assert [command for command in started if matrix.worker_module.__file__ in command] == []
+    # a server that was not there is not taken for one
+    monkeypatch.setattr(matrix, 'server_address', lambda root, env: library.root / 'nothing.sock')
+    library.write({'lib/ops.py': OPS.replace('b_acc', 'b_sum')})
+    assert main(['compile', '--all', '--targets', 'sm_90']) == 1
+    assert any(matrix.worker_module.__file__ in command for command in started)
