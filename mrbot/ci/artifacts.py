@@ -17,6 +17,8 @@ ARTIFACT = 'mrbot-artifact.json'
 KINDS_BY_EVENT = {'pull_request': ('report',), 'issue_comment': ('result', 'accepted')}
 # Well above a body the largest forge limit lets through (GitLab's 1,000,000 characters) with its check's annotations.
 MAX_ARTIFACT_BYTES = 8_000_000
+# Artifacts one run may leave: a command leaves a result or an accepted note for each runner class it ran on.
+MAX_ARTIFACTS = 16
 # The base medians a bench result may carry into the poster's history: well above the rows of any one /bench.
 MAX_TIMINGS = 500
 _SHA = re.compile(r'[0-9a-f]{40}')

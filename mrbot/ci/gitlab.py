@@ -97,6 +97,10 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
             # a retried job of an older pipeline would put an older commit's report in the note
             raise Ended(f'!{number} has moved on from {sha[:12]} to {pull.head_sha[:12]}: its own pipeline reports it')
         report = check_report(Workspace(root, config), target, sha, pull.title, pull.body)
+        # a push while the check ran: the new head's pipeline posts, and this older report must not overwrite it
+        if (now := forge.get_pull(number)).head_sha != sha:
+            raise Ended(f'!{number} moved on from {sha[:12]} to {now.head_sha[:12]} while it was checked: its own '
+                        'pipeline reports it')
         print(f"mrbot action: posted {post(forge, event, {'pr': number, 'sha': sha, 'purpose': 'report', **report})}")
         return 0
     runner = environ.get('MRBOT_RUNNER', '')
@@ -123,8 +127,21 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     folder = out or root / '.mrbot' / 'action'
     try:
         code = run_job(root, config, jobs, folder, event.run_url)
-        post(forge, event, read_artifact(folder))
+        post(forge, event, _own_result(read_artifact(folder), number, sha, f'{command.kind}-{runner}'))
     finally:
         # the job is done where it was queued, as the poster marks it on GitHub, whatever became of its result
         forge.edit_comment(number, accepted, with_done(given.reply, event.run_id, None))
     return code
+
+
+def _own_result(artifact: dict, number: int, sha: str, purpose: str) -> dict:
+    """`artifact` where it is the result of this job's command, which the merge request's code wrote: anything else
+    (another merge request's report, a check for another commit) is refused, not posted with the bot's token."""
+    expected = {'kind': 'result', 'pr': number, 'sha': sha, 'purpose': purpose}
+    wrong = [f'{key} {artifact.get(key)!r} (expected {value!r})' for key, value in expected.items()
+             if artifact.get(key) != value]
+    if artifact.get('check'):
+        wrong.append('a check run, which only a report publishes')
+    if wrong:
+        raise MrbotError(f"artifact rejected: this job's result has {', '.join(wrong)}")
+    return artifact

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot import commands
-from mrbot.ci.artifacts import ARTIFACT, Superseded, read_artifact, regraded, validate_for_run
+from mrbot.ci.artifacts import ARTIFACT, MAX_ARTIFACTS, Superseded, read_artifact, regraded, validate_for_run
 from mrbot.ci.event import Ended, Event, write_summary
 from mrbot.ci.inert import inert
 from mrbot.forges import ANNOTATIONS_LIMIT, Annotation, Forge, Note, fit_body, sticky_room
@@ -197,6 +197,13 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     paths = [folder / ARTIFACT] if (folder / ARTIFACT).exists() else sorted(folder.rglob(ARTIFACT))
     if not paths:
         raise Ended(f'{folder} holds no {ARTIFACT}: the triggering run left nothing to post')
+    # the run's code chose its files: each one costs reads on the repository's token, so their number is bounded first
+    if run['event'] == 'pull_request' and paths != [folder / ARTIFACT]:
+        raise MrbotError(f'artifact rejected: a pull_request run leaves one {ARTIFACT} at the top of its artifact, '
+                         f'not {len(paths)} in subfolders')
+    if len(paths) > MAX_ARTIFACTS:
+        raise MrbotError(f'artifact rejected: the run left {len(paths)} artifacts, where a command leaves at most '
+                         f'{MAX_ARTIFACTS}')
     if run['event'] != 'pull_request' and event.signing_key is None:
         # which command was accepted is only known from signed markers
         raise MrbotError(f"a {run['event']} run's results are posted only against the bot's signed replies: set the "
@@ -211,10 +218,19 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     def accepted_on(pr: int) -> list[dict]:
         return commands.markers(bot_bodies(notes_on(pr)), 'accepted', event.seal(forge.name, pr))
 
-    valid, refused = [], []
+    read, refused = [], []
     for path in paths:
         try:
-            artifact = read_artifact(path.parent)
+            read.append(read_artifact(path.parent))
+        except MrbotError as error:
+            refused.append(str(error))
+    # one run answers one pull request: artifacts naming several would each cost reads of another
+    if len({artifact['pr'] for artifact in read}) > 1:
+        named = ', '.join(f'#{pr}' for pr in sorted({artifact['pr'] for artifact in read}))
+        raise MrbotError(f"artifact rejected: the run's artifacts name {named}, where one run answers one pull request")
+    valid = []
+    for artifact in read:
+        try:
             validate_for_run(forge, run, artifact, accepted_on)
         except Superseded as reason:
             print(f'mrbot action: not posted: {reason}', file=sys.stderr)

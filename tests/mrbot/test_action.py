@@ -21,7 +21,7 @@ from mrbot import commands
 from mrbot.ci import event as ci_event
 from mrbot.ci import github, job
 from mrbot.ci import gitlab as ci_gitlab
-from mrbot.ci.artifacts import ARTIFACT
+from mrbot.ci.artifacts import ARTIFACT, MAX_ARTIFACTS, write_artifact
 from mrbot.cli import main
 from mrbot.commands import Command
 from mrbot.config import Config
@@ -889,12 +889,36 @@ def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_p
     def edits() -> int:
         return sum(method == 'PATCH' and '/issues/comments/' in path for method, path in bot.server.requests)
 
-    before = edits()
+    before, requests = edits(), len(bot.server.requests)
     capsys.readouterr()
     payload = bot.workflow_run_payload(9201, bot.head, [bot.number])
     assert bot.act('workflow_run', payload, '--artifact', str(many))[0] == 2
-    assert "the run left 20 report artifacts for 'report', where one is expected" in capsys.readouterr().err
-    assert len(bot.server.check_runs) == 1 and edits() == before
+    assert (f'a pull_request run leaves one {ARTIFACT} at the top of its artifact, not 20 in subfolders'
+            in capsys.readouterr().err)
+    # refused before the forge is read: each copy would have cost reads on the repository's token
+    assert len(bot.server.check_runs) == 1 and edits() == before and len(bot.server.requests) == requests
+
+
+def test_a_command_run_answers_one_pull_request_and_leaves_a_bounded_number_of_artifacts(bot, capsys):
+    # a run's code writes its artifacts: naming many PRs, or leaving many files, would buy reads on the token
+    folder = bot.tmp / 'results'
+    result = {'schema': 1, 'kind': 'result', 'sha': bot.head, 'purpose': 'bench-hopper', 'body': 'x', 'run': '88'}
+    for pr in (bot.number, bot.number + 1):
+        (folder / f'pr{pr}').mkdir(parents=True)
+        (folder / f'pr{pr}' / ARTIFACT).write_text(json.dumps({**result, 'pr': pr}))
+    requests = len(bot.server.requests)
+    capsys.readouterr()
+    assert bot.act('workflow_run', bot.command_run(88), '--artifact', str(folder))[0] == 2
+    assert (f"the run's artifacts name #{bot.number}, #{bot.number + 1}, where one run answers one pull request"
+            in capsys.readouterr().err)
+    many = bot.tmp / 'many'
+    for number in range(MAX_ARTIFACTS + 1):
+        (many / f'copy{number}').mkdir(parents=True)
+        (many / f'copy{number}' / ARTIFACT).write_text(json.dumps({**result, 'pr': bot.number}))
+    assert bot.act('workflow_run', bot.command_run(88), '--artifact', str(many))[0] == 2
+    assert f'the run left {MAX_ARTIFACTS + 1} artifacts, where a command leaves at most {MAX_ARTIFACTS}' in \
+        capsys.readouterr().err
+    assert not [path for method, path in bot.server.requests[requests:] if method == 'GET' and '/pulls/' in path]
 
 
 def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
@@ -1181,3 +1205,47 @@ def test_gitlab_a_report_on_a_head_the_mr_has_moved_on_from_is_not_posted(lab, m
     _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 0
     assert 'HDR001' in current and server.notes_on(iid)[-1][1] == current
+
+
+def test_gitlab_a_report_whose_head_moved_while_it_was_checked_is_not_posted(lab, monkeypatch, repo, capsys):
+    # the ninth review: a push while the check runs, and the new head's own pipeline posts first
+    server, iid, _ = lab
+    at = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+    good = repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
+    server.push(iid, good, at)
+    server.branches['keep'] = good
+    bad = repo.commit({'pkg/bad.py': 'x = 1\n'}, '[Ops] Add bad')
+    check = ci_gitlab.check_report
+
+    def check_while_pushed(workspace, target, sha, title, body):
+        report = check(workspace, target, sha, title, body)
+        server.push(iid, bad, at + datetime.timedelta(minutes=5))
+        return report
+
+    monkeypatch.setattr(ci_gitlab, 'check_report', check_while_pushed)
+    monkeypatch.setenv('CI_COMMIT_SHA', good)
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 0
+    assert f'!{iid} moved on from {good[:12]} to {bad[:12]} while it was checked' in capsys.readouterr().out
+    assert server.notes_on(iid) == [] and server.statuses == []
+
+
+def test_a_gitlab_command_job_posts_only_its_own_result(lab, monkeypatch):
+    # the ninth review: the merge request's code writes the artifact, and may write another MR's report with a check
+    server, iid, _ = lab
+    other = server.open_merge_request('main', title='[Ops] Other', description='x')
+
+    def forged(root, config, environ, folder, run_url):
+        write_artifact(folder, {'schema': 1, 'kind': 'report', 'pr': other, 'sha': server.branches['main'],
+                                'purpose': 'report', 'body': 'All clear.',
+                                'graded': {'title': '[Ops] Other', 'body': 'x', 'base': 'main'},
+                                'check': {'conclusion': 'success', 'title': 'ok', 'summary': 'ok', 'annotations': []}})
+        return 0
+
+    monkeypatch.setattr(ci_gitlab, 'run_job', forged)
+    monkeypatch.setattr(ci_gitlab, 'require_kernel_stack', lambda why: None)
+    monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
+    monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
+    _job_run_by(server, monkeypatch, 'alice')
+    assert main(['action', '--forge', 'gitlab']) == 2
+    assert server.notes_on(other) == [] and server.statuses == []
