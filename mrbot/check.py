@@ -188,12 +188,12 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
         def judge() -> None:
             try:
                 report = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
+                if early:
+                    early(report)
             except BaseException as error:  # raised again by the main thread, which owns the error boundary
                 judged.append(error)
                 return
             judged.append(report)
-            if early:
-                early(report)
 
         workspace.graph  # noqa: B018 - built once here, not by both threads at once
         judging = threading.Thread(target=judge, daemon=True)

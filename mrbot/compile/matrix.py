@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
+import select
 import signal
 import socket
 import stat
@@ -50,10 +52,10 @@ DEPTHS = ('ttgir', 'llir', 'sass')
 # A compile server (worker.serve): whether one may run, and how long it waits for the next run.
 SERVER_SWITCH = 'MRBOT_COMPILE_SERVER'
 SERVER_IDLE_S = 900
-# What a shell or a terminal sets and compiling never reads: a new terminal still finds the server of the last one.
-_SHELL_VARIABLES = frozenset({'_', 'OLDPWD', 'PWD', 'SHLVL', 'COLUMNS', 'LINES', 'TERM', 'COLORTERM', 'TERM_PROGRAM',
-                              'TERM_PROGRAM_VERSION', 'TERM_SESSION_ID', 'WINDOWID', 'TMUX_PANE', 'SSH_CLIENT',
-                              'SSH_CONNECTION', 'SSH_TTY', 'SSH_AUTH_SOCK', 'DISPLAY', 'XDG_SESSION_ID', SERVER_SWITCH})
+# The variables torch and Triton may read while the server imports them; each process gets the whole environment.
+_IMPORT_TIME_VARIABLES = ('TRITON_', 'TORCH', 'PYTORCH_', 'CUDA_', 'NVIDIA_', 'PYTHON', 'LD_', 'OMP_', 'MKL_', 'PATH')
+# Connecting while the server's queue is full is refused at once; a few tries ride out a burst of jobs.
+_CONNECT_TRIES = 20
 # The plan of `mrbot check`: cached cells, and each uncached code path at its extremes (quick_cells).
 QUICK = 'quick'
 STATUSES = ('ok', 'error', 'crashed', 'timeout', 'unavailable')
@@ -190,7 +192,7 @@ class _Worker:
         self.requests = 0
 
     def _start(self) -> subprocess.Popen | _Served:
-        served = _connect(self.server, self.stderr_path) if self.server else None
+        served = _connect(self.server, self.root, self.env, self.stderr_path) if self.server else None
         if served is not None:
             return served
         # read and write, so that the worker can read back what the compiler printed for the cell that failed
@@ -241,8 +243,10 @@ class _Worker:
         """End the process and anything it started, now."""
         process, self.process = self.process, None
         if process is not None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+            if isinstance(process, _Served):
+                process.end()
             process.wait()
 
     def close(self) -> None:
@@ -262,13 +266,15 @@ class _Served:
         self.stdout = connection.makefile('r', encoding='utf-8')
 
     def poll(self) -> int | None:
-        """0 once the process has ended; its status stays unknown (`returncode` None), since the server reaps it."""
+        """0 once the process has ended, which its socket tells (even of one nobody reaps); its status stays unknown
+        (`returncode` None), since the server, not this process, is its parent."""
         if not self.ended:
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                self.ended = True
-                self.connection.close()
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                try:
+                    self.ended = not self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    self.ended = True
         return 0 if self.ended else None
 
     def wait(self, timeout: float | None = None) -> int:
@@ -278,6 +284,12 @@ class _Served:
                 raise subprocess.TimeoutExpired('compile server process', timeout)
             time.sleep(0.01)
         return 0
+
+    def end(self) -> None:
+        """Stop reading and writing: a read blocked on a process that something else keeps open returns."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        self.ended = True
 
 
 class _SocketInput:
@@ -299,13 +311,16 @@ class _SocketInput:
 
 
 def server_address(root: Path, env: dict[str, str]) -> Path | None:
-    """Where a compile server for this repository, Python, Triton and environment listens; None where servers are off:
-    `MRBOT_COMPILE_SERVER=0`, or unset and stderr not a terminal (CI, tests, scripts), or no private folder for it.
+    """Where a compile server for this repository, Python, torch and Triton listens; None where servers are off:
+    `MRBOT_COMPILE_SERVER=0`, or unset and either stderr not a terminal (scripts, tests) or `CI` set, or no private
+    folder for it.
 
     The socket lives in a folder of the user's own under the temporary directory, not in the repository: a socket's
-    path may hold only about a hundred bytes."""
+    path may hold only about a hundred bytes. The name changes with whatever the server has imported: the Python,
+    Triton's and torch's files (a rebuild keeps a version number), the variables they read as they load, and the
+    worker's code. The rest of the environment goes to each process with its request."""
     wanted = os.environ.get(SERVER_SWITCH)
-    if wanted == '0' or (wanted is None and not sys.stderr.isatty()):
+    if wanted == '0' or (wanted is None and (not sys.stderr.isatty() or os.environ.get('CI'))):
         return None
     folder = Path(tempfile.gettempdir()) / f'mrbot-{os.getuid()}'
     try:
@@ -316,31 +331,61 @@ def server_address(root: Path, env: dict[str, str]) -> Path | None:
     # another user's folder, or one others may write, could hold a socket that answers for us
     if not stat.S_ISDIR(mode.st_mode) or mode.st_uid != os.getuid() or mode.st_mode & 0o077:
         return None
-    kept = sorted((name, value) for name, value in env.items() if name not in _SHELL_VARIABLES)
-    key = hashlib.sha256(json.dumps([str(root), sys.executable, triton.__version__, kept,
+    loaded = sorted((name, value) for name, value in env.items() if name.startswith(_IMPORT_TIME_VARIABLES))
+    key = hashlib.sha256(json.dumps([str(root), os.path.realpath(sys.executable), sys.version, loaded,
+                                     [_file_state(path) for path in _server_imports()],
                                      hashlib.sha256(Path(worker_module.__file__).read_bytes()).hexdigest()]).encode())
     return folder / f'compile-{key.hexdigest()[:20]}.sock'
 
 
-def _connect(address: Path, stderr_path: Path) -> _Served | None:
+def _server_imports() -> list[str]:
+    """The files that say which torch and Triton a server has imported: their packages' entry points and Triton's
+    compiled library."""
+    files = [triton.__file__, str(Path(triton.__file__).parent / '_C' / 'libtriton.so')]
+    spec = importlib.util.find_spec('torch')
+    if spec is not None and spec.origin:
+        files += [spec.origin, str(Path(spec.origin).parent / 'version.py')]
+    return files
+
+
+def _file_state(path: str) -> list[int]:
+    try:
+        state = os.stat(path)
+    except OSError:
+        return []
+    return [state.st_ino, state.st_size, state.st_mtime_ns]
+
+
+def _connect(address: Path, root: Path, env: dict[str, str], stderr_path: Path) -> _Served | None:
     """A compile process forked by the server at `address`, or None (no server, or not ours, or not answering)."""
     try:
-        if os.stat(address).st_uid != os.getuid():
-            return None
+        state = os.stat(address)
     except OSError:
+        return None
+    if state.st_uid != os.getuid():
         return None
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.settimeout(5)
-        connection.connect(str(address))
-        connection.sendall(f'{stderr_path}\n'.encode())
+        for attempt in range(_CONNECT_TRIES):
+            try:
+                connection.connect(str(address))
+                break
+            except BlockingIOError:
+                # the server's queue is full for a moment: many jobs connecting at once
+                if attempt == _CONNECT_TRIES - 1:
+                    raise
+                time.sleep(0.05)
+        request = {'root': str(root), 'stderr': str(stderr_path), 'env': env}
+        connection.sendall(json.dumps(request).encode() + b'\n')
         pid = int(connection.makefile('rb').readline() or b'0')
         connection.settimeout(None)
     except ConnectionRefusedError:
-        # a server that died left its socket: clear it, so that the next one can listen there
+        # a server that died left its socket: clear it (that one, not a new server's), so a new one can listen there
         connection.close()
         with contextlib.suppress(OSError):
-            address.unlink()
+            if os.stat(address).st_ino == state.st_ino:
+                address.unlink()
         return None
     except (OSError, ValueError):
         connection.close()
@@ -354,7 +399,7 @@ def _connect(address: Path, stderr_path: Path) -> _Served | None:
 def _start_server(address: Path, root: Path, env: dict[str, str]) -> None:
     """Start a compile server for the next run; it stays `SERVER_IDLE_S` seconds after its last connection."""
     server = subprocess.Popen([sys.executable, worker_module.__file__, '--serve', str(address), str(SERVER_IDLE_S)],
-                              cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              cwd='/', env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     # the server leaves its starter at once (worker.serve forks), so this wait is short and leaves no zombie
     server.wait()
@@ -401,11 +446,13 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                     return
                 index = pending.pop(0)
             launch, target, depth = work[index]
-            answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
             try:
+                answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
                 result = CellResult.from_json({**answer, 'depth': depth}, f'the answer for {launch.kernel}')
-            except MrbotError as error:
+            except (MrbotError, OSError) as error:
+                # one cell's failure, whatever failed: the thread goes on to the next
                 result = CellResult('crashed', depth, error=str(error), error_path=launch.path, error_line=launch.line)
+                worker.kill()
             with lock:
                 results[index] = result
                 if result.status in _LASTING:

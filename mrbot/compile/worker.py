@@ -239,9 +239,11 @@ def serve(address: str, idle: float) -> None:
     """Stay warm for the next run: import what every compile process imports (torch, Triton's compiler), then, for
     each connection to the socket at `address`, fork a compile process that speaks `main`'s protocol over it.
 
-    Nothing of the repository is imported here, so each forked process imports the kernels' modules as they are now.
-    A connection first sends the path of the stderr file the process should write, and reads back its pid. The server
-    ends after `idle` seconds without a connection, or when its socket file is gone or replaced.
+    Nothing of the repository is imported here, nor can be: the server runs in `/`, so neither its imports nor a
+    `sitecustomize` on an empty `PYTHONPATH` entry reach the repository. A connection first sends one JSON line, the
+    repository's path, the stderr file and the environment the process should have; the process moves there by path
+    (a repository moved or cloned again at the path is the one compiled) and answers with its pid. The server ends
+    after `idle` seconds without a connection, or once its socket file is gone or replaced.
     """
     import signal
     import socket
@@ -249,28 +251,38 @@ def serve(address: str, idle: float) -> None:
     # leave the starter at once: it waits for this process, and the imports take seconds
     if os.fork() > 0:
         os._exit(0)
+    os.chdir('/')
+    sys.path[:] = [entry for entry in sys.path if entry and entry != '.']
     import triton.compiler  # noqa: F401 - imported once here instead of in every forked process
     with contextlib.suppress(ImportError):
         import torch._dynamo  # noqa: F401 - what `torch.compiler.disable`, common at a kernel module's import, loads
 
-    os.umask(0o077)
+    umask = os.umask(0o077)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
-    listener.listen(8)
-    listener.settimeout(idle)
+    os.umask(umask)
+    listener.listen(socket.SOMAXCONN)
+    # wake now and then to notice a socket that was removed, however long the idle time
+    listener.settimeout(min(idle, _SERVER_WAKE_S))
     mine = os.stat(address).st_ino
     # the kernel reaps each forked process as it ends
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    last = time.monotonic()
     while True:
         try:
             connection, _ = listener.accept()
         except TimeoutError:
-            break
+            connection = None
         try:
             if os.stat(address).st_ino != mine:
                 break
         except OSError:
             break
+        if connection is None:
+            if time.monotonic() - last > idle:
+                break
+            continue
+        last = time.monotonic()
         if os.fork() == 0:
             listener.close()
             _served(connection)
@@ -280,14 +292,27 @@ def serve(address: str, idle: float) -> None:
             os.unlink(address)
 
 
+# How often a server checks its socket while no connection comes.
+_SERVER_WAKE_S = 30.0
+
+
 def _served(connection) -> None:
-    """In a forked process: take the connection as stdin and stdout and the named file as stderr, then compile."""
+    """In a forked process: move to the repository, take the connection as stdin and stdout and the named file as
+    stderr, then compile as a process the parent started would."""
     import signal
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
-    reader = connection.makefile('rb')
-    stderr = os.open(reader.readline().decode().rstrip('\n'), os.O_RDWR | os.O_CREAT, 0o600)
+    sys.argv = [__file__]
+    try:
+        request = json.loads(connection.makefile('rb').readline())
+        os.chdir(request['root'])
+        os.environ.clear()
+        os.environ.update(request['env'])
+        stderr = os.open(request['stderr'], os.O_RDWR | os.O_CREAT, 0o600)
+    except (OSError, ValueError, KeyError, TypeError):
+        # a repository gone from its path, or a request that is not one: no process, and the caller starts its own
+        os._exit(1)
     os.dup2(stderr, 2)
     os.dup2(connection.fileno(), 0)
     os.dup2(connection.fileno(), 1)

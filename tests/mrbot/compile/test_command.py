@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -420,6 +421,16 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     cells = json.loads(capsys.readouterr().out)['compile']['cells']
     assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['ok']
     # no compile process was started: the server forked them
+    assert [command for command in started if matrix.worker_module.__file__ in command] == []
+    # a repository moved away and put back changed at its path: the server's processes compile what the path holds
+    moved = library.root.with_name('moved')
+    library.root.rename(moved)
+    shutil.copytree(moved, library.root, symlinks=True)
+    (library.root / 'lib/ops.py').write_text(OPS.replace('b_acc', 'b_total'))
+    monkeypatch.chdir(library.root)
+    assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
+    cells = json.loads(capsys.readouterr().out)['compile']['cells']
+    assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['error']
     assert [command for command in started if matrix.worker_module.__file__ in command] == []
     # a server that was not there is not taken for one
     monkeypatch.setattr(matrix, 'server_address', lambda root, env: library.root / 'nothing.sock')
