@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+import torch
 
 from fla.ops.backends import DISABLE_ENV_VAR, BackendContractError, dispatch
 
@@ -189,3 +194,20 @@ def test_re_registering_a_backend_type_replaces_it_in_place(make_op):
     assert [b.backend_type for b in registry.backends()] == ['same']
     """)
     assert scale(3) == ('second', 3)
+
+
+def test_importing_an_op_leaves_torch_dynamo_unimported():
+    # `torch.compiler.disable` imports torch._dynamo, over a second of every `import fla.ops...`: it waits for a call
+    done = subprocess.run([sys.executable, '-c', 'import sys, fla.ops.simple_gla, fla.ops.kda; '
+                           "print('torch._dynamo' in sys.modules)"], capture_output=True, text=True,
+                          env={**os.environ, 'TRITON_INTERPRET': '1'}, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == 'False', done.stderr
+
+
+def test_a_compiled_caller_follows_the_route_of_each_call(make_op, monkeypatch):
+    # the first call of the op is under tracing, and the compiled graph must not freeze the route it took
+    scale = make_op(ACCEPTING)
+    compiled = torch.compile(lambda x: scale(x), backend='eager')
+    assert compiled(torch.ones(2))[0] == 'fast'
+    monkeypatch.setenv(DISABLE_ENV_VAR, '1')
+    assert compiled(torch.ones(2))[0] == 'default'

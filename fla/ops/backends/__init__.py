@@ -183,8 +183,17 @@ def dispatch(operation: str, module: str | None = None) -> Callable[[Callable], 
                 return impl(*args, **kwargs)
             return func(*args, **kwargs)
 
-        # Dispatch reads the environment and Python state per call, which a compiled graph must not freeze.
-        return torch.compiler.disable(dispatched)
+        # Dispatch reads the environment and Python state per call, which a compiled graph must not freeze. The
+        # wrapping waits for the first call: `torch.compiler.disable` imports torch._dynamo, a second of every import.
+        disabled: list[Callable] = []
+
+        @functools.wraps(func)
+        def entry(*args: Any, **kwargs: Any) -> Any:
+            if not disabled:
+                disabled.append(torch.compiler.disable(dispatched))
+            return disabled[0](*args, **kwargs)
+
+        return entry
 
     return decorator
 
