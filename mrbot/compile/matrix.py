@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -54,6 +55,8 @@ SERVER_SWITCH = 'MRBOT_COMPILE_SERVER'
 SERVER_IDLE_S = 900
 # The variables torch and Triton may read while the server imports them; each process gets the whole environment.
 _IMPORT_TIME_VARIABLES = ('TRITON_', 'TORCH', 'PYTORCH_', 'CUDA_', 'NVIDIA_', 'PYTHON', 'LD_', 'OMP_', 'MKL_', 'PATH')
+# The resource limits a compile process takes from the run that asks for it.
+_LIMITS = ('RLIMIT_AS', 'RLIMIT_DATA', 'RLIMIT_CPU', 'RLIMIT_NOFILE', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_STACK')
 # Connecting while the server's queue is full is refused at once; a few tries ride out a burst of jobs.
 _CONNECT_TRIES = 20
 # The plan of `mrbot check`: cached cells, and each uncached code path at its extremes (quick_cells).
@@ -310,17 +313,22 @@ class _SocketInput:
             self.connection.shutdown(socket.SHUT_WR)
 
 
-def server_address(root: Path, env: dict[str, str]) -> Path | None:
-    """Where a compile server for this repository, Python, torch and Triton listens; None where servers are off:
-    `MRBOT_COMPILE_SERVER=0`, or unset and either stderr not a terminal (scripts, tests) or `CI` set, or no private
-    folder for it.
+def server_address(env: dict[str, str]) -> Path | None:
+    """Where a compile server for this Python, torch and Triton listens; None where servers are off: unless
+    `MRBOT_COMPILE_SERVER=1`, where it is set to anything else, or stderr is not a terminal (scripts, tests), or `CI`
+    is set; and always where a `PYTHONPATH` entry is relative (the server's imports would read it from elsewhere) or
+    there is no private folder for the socket.
 
     The socket lives in a folder of the user's own under the temporary directory, not in the repository: a socket's
-    path may hold only about a hundred bytes. The name changes with whatever the server has imported: the Python,
-    Triton's and torch's files (a rebuild keeps a version number), the variables they read as they load, and the
-    worker's code. The rest of the environment goes to each process with its request."""
+    path may hold only about a hundred bytes. Its name changes with whatever the server has imported: the Python and
+    its environment's folders (a `.pth` added to one changes it), every file of Triton and the top of torch (a rebuild
+    keeps a version number), the variables they read as they load, and the worker's code. The repository and the rest
+    of the environment go to each process with its request, so one server serves every clone and worktree."""
     wanted = os.environ.get(SERVER_SWITCH)
-    if wanted == '0' or (wanted is None and (not sys.stderr.isatty() or os.environ.get('CI'))):
+    if wanted != '1' and (wanted is not None or not sys.stderr.isatty() or os.environ.get('CI')):
+        return None
+    entries = env['PYTHONPATH'].split(os.pathsep) if 'PYTHONPATH' in env else []
+    if not all(os.path.isabs(entry) for entry in entries):
         return None
     folder = Path(tempfile.gettempdir()) / f'mrbot-{os.getuid()}'
     try:
@@ -332,16 +340,19 @@ def server_address(root: Path, env: dict[str, str]) -> Path | None:
     if not stat.S_ISDIR(mode.st_mode) or mode.st_uid != os.getuid() or mode.st_mode & 0o077:
         return None
     loaded = sorted((name, value) for name, value in env.items() if name.startswith(_IMPORT_TIME_VARIABLES))
-    key = hashlib.sha256(json.dumps([str(root), os.path.realpath(sys.executable), sys.version, loaded,
-                                     [_file_state(path) for path in _server_imports()],
+    imported = [(path, _file_state(path)) for path in [*_server_imports(), *filter(os.path.isabs, sys.path)]]
+    key = hashlib.sha256(json.dumps([sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.version,
+                                     loaded, imported,
                                      hashlib.sha256(Path(worker_module.__file__).read_bytes()).hexdigest()]).encode())
     return folder / f'compile-{key.hexdigest()[:20]}.sock'
 
 
 def _server_imports() -> list[str]:
-    """The files that say which torch and Triton a server has imported: their packages' entry points and Triton's
-    compiled library."""
-    files = [triton.__file__, str(Path(triton.__file__).parent / '_C' / 'libtriton.so')]
+    """The files that say which torch and Triton a server has imported: every file of Triton's package (an editable
+    install is edited in place) and the entry points of torch's."""
+    package = Path(triton.__file__).parent
+    files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(package) for name in names
+                   if not name.endswith('.pyc'))
     spec = importlib.util.find_spec('torch')
     if spec is not None and spec.origin:
         files += [spec.origin, str(Path(spec.origin).parent / 'version.py')]
@@ -376,7 +387,7 @@ def _connect(address: Path, root: Path, env: dict[str, str], stderr_path: Path) 
                 if attempt == _CONNECT_TRIES - 1:
                     raise
                 time.sleep(0.05)
-        request = {'root': str(root), 'stderr': str(stderr_path), 'env': env}
+        request = {'root': str(root), 'stderr': str(stderr_path), 'env': env, 'limits': _process_settings()}
         connection.sendall(json.dumps(request).encode() + b'\n')
         pid = int(connection.makefile('rb').readline() or b'0')
         connection.settimeout(None)
@@ -394,6 +405,15 @@ def _connect(address: Path, root: Path, env: dict[str, str], stderr_path: Path) 
         connection.close()
         return None
     return _Served(connection, pid)
+
+
+def _process_settings() -> dict:
+    """What a process started here would inherit and a forked one would not: the umask, the niceness, the CPUs it may
+    run on and the resource limits, so that a limit set for this run holds for its compiles too."""
+    umask = os.umask(0)
+    os.umask(umask)
+    limits = {name: resource.getrlimit(getattr(resource, name)) for name in _LIMITS if hasattr(resource, name)}
+    return {'umask': umask, 'nice': os.nice(0), 'cpus': sorted(os.sched_getaffinity(0)), 'rlimits': limits}
 
 
 def _start_server(address: Path, root: Path, env: dict[str, str]) -> None:
@@ -449,8 +469,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
             try:
                 answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
                 result = CellResult.from_json({**answer, 'depth': depth}, f'the answer for {launch.kernel}')
-            except (MrbotError, OSError) as error:
-                # one cell's failure, whatever failed: the thread goes on to the next
+            except Exception as error:  # noqa: BLE001 - one cell's failure, whatever failed: the thread goes on
                 result = CellResult('crashed', depth, error=str(error), error_path=launch.path, error_line=launch.line)
                 worker.kill()
             with lock:
@@ -461,7 +480,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 if progress is not None:
                     progress(done, len(work))
 
-    server = server_address(root, env) if pending else None
+    server = server_address(env) if pending else None
     served = server is not None and server.exists()
     with tempfile.TemporaryDirectory(prefix='mrbot-compile-') as scratch:
         workers = [_Worker(root, env, Path(scratch), n, server) for n in range(max(1, min(jobs, len(pending))))]
@@ -488,7 +507,9 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
         if not served and started is not None:
             started(f'a compile server stays {SERVER_IDLE_S // 60} minutes after its last use, so that the next run '
                     f'need not import torch and Triton again ({SERVER_SWITCH}=0 turns it off)')
-    return [r for r in results if r is not None]
+    if None in results:
+        raise MrbotError(f'{results.count(None)} cells got no result: a compile thread ended early (a bug of mrbot)')
+    return results
 
 
 def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,

@@ -309,6 +309,7 @@ def _served(connection) -> None:
         os.chdir(request['root'])
         os.environ.clear()
         os.environ.update(request['env'])
+        _take_settings(request['limits'])
         stderr = os.open(request['stderr'], os.O_RDWR | os.O_CREAT, 0o600)
     except (OSError, ValueError, KeyError, TypeError):
         # a repository gone from its path, or a request that is not one: no process, and the caller starts its own
@@ -322,6 +323,20 @@ def _served(connection) -> None:
     sys.stdout = os.fdopen(1, 'w', buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, 'w', buffering=1, closefd=False)
     main()
+
+
+def _take_settings(settings: dict) -> None:
+    """The umask, niceness, CPUs and resource limits of the run that asked, as a process it started would have them;
+    a limit above what the server may grant stays the server's."""
+    import resource
+
+    os.umask(settings['umask'])
+    os.nice(max(0, settings['nice'] - os.nice(0)))
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, settings['cpus'])
+    for name, limit in settings['rlimits'].items():
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            resource.setrlimit(getattr(resource, name), tuple(limit))
 
 
 if __name__ == '__main__':

@@ -407,7 +407,7 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     monkeypatch.setattr(matrix, 'SERVER_IDLE_S', 20)
     assert main(['compile', '--all', '--targets', 'sm_90']) == 1
     assert 'a compile server stays' in capsys.readouterr().err
-    address = matrix.server_address(library.root.resolve(), matrix.compile_environment())
+    address = matrix.server_address(matrix.compile_environment())
     deadline = time.monotonic() + 60
     while not address.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -433,7 +433,29 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['error']
     assert [command for command in started if matrix.worker_module.__file__ in command] == []
     # a server that was not there is not taken for one
-    monkeypatch.setattr(matrix, 'server_address', lambda root, env: library.root / 'nothing.sock')
+    monkeypatch.setattr(matrix, 'server_address', lambda env: library.root / 'nothing.sock')
     library.write({'lib/ops.py': OPS.replace('b_acc', 'b_sum')})
     assert main(['compile', '--all', '--targets', 'sm_90']) == 1
     assert any(matrix.worker_module.__file__ in command for command in started)
+
+
+@pytest.mark.parametrize(('switch', 'terminal', 'ci', 'pythonpath', 'served'), [
+    pytest.param('1', False, 'true', '/abs', True, id='forced-on'),
+    pytest.param(None, True, None, None, True, id='a-terminal'),
+    pytest.param(None, True, 'true', None, False, id='a-terminal-in-ci'),
+    pytest.param(None, False, None, None, False, id='no-terminal'),
+    pytest.param('false', True, None, None, False, id='any-other-value-is-off'),
+    pytest.param('1', True, None, 'src', False, id='a-relative-pythonpath-entry'),
+    pytest.param('1', True, None, '', False, id='an-empty-pythonpath-entry'),
+])
+def test_where_a_compile_server_may_serve(monkeypatch, switch, terminal, ci, pythonpath, served):
+    from mrbot.compile import matrix
+
+    for name, value in ((matrix.SERVER_SWITCH, switch), ('CI', ci)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(matrix.sys.stderr, 'isatty', lambda: terminal)
+    env = {'PATH': '/usr/bin'} if pythonpath is None else {'PATH': '/usr/bin', 'PYTHONPATH': pythonpath}
+    assert (matrix.server_address(env) is not None) == served
