@@ -9,23 +9,7 @@ from textwrap import dedent
 
 import pytest
 
-IMPORTS = 'import triton\nimport triton.language as tl\n\n\n'
-PATH = 'fla/ops/demo/chunk.py'
-
-
-def _kernel(body: str) -> str:
-    return IMPORTS + dedent(body)
-
-
-def _line_of(text: str, fragment: str) -> int:
-    """The line number of the one line of `text` that holds `fragment`."""
-    numbers = [n for n, line in enumerate(text.splitlines(), 1) if fragment in line]
-    assert len(numbers) == 1, f'{fragment!r} is on lines {numbers}'
-    return numbers[0]
-
-
-def _where(report) -> list[tuple[str, str, int]]:
-    return [(f.rule, f.path, f.line) for f in report.findings]
+from tests.checks.kernels import PATH, kernel_source, line_of, placed
 
 
 def _found(repo, text: str) -> list[int]:
@@ -35,7 +19,7 @@ def _found(repo, text: str) -> list[int]:
     return [f.line for f in repo.check('TRI002').findings]
 
 
-NARROW = _kernel('''
+NARROW = kernel_source('''
     @triton.jit(do_not_specialize=['T'])
     def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, K: tl.constexpr):
         i_t, i_h = tl.program_id(0), tl.program_id(1)
@@ -55,8 +39,8 @@ def test_program_id_products_without_an_int64_cast_are_reported(repo):
     report = repo.check('TRI002')
     # one finding for the offset of `p_x`, whose products all go on from the same row: tokens times heads alone stays
     # below 2**31, times the features it does not
-    assert _where(report) == [('TRI002', PATH, _line_of(NARROW, 'p_x = x')), ('TRI002', PATH, _line_of(NARROW, 'tl.store(o'))]
-    first, store = _line_of(NARROW, 'i_t, i_h ='), _line_of(NARROW, 'tl.store(o')
+    assert placed(report) == [('TRI002', PATH, line_of(NARROW, 'p_x = x')), ('TRI002', PATH, line_of(NARROW, 'tl.store(o'))]
+    first, store = line_of(NARROW, 'i_t, i_h ='), line_of(NARROW, 'tl.store(o')
     assert [f.message for f in report.findings] == [
         f'`(o_row[:, None] * H + i_blocks) * K` multiplies `o_row[:, None] * H + i_blocks`, derived from `tl.program_id` '
         f'on line {first}, without an int64 cast, and can pass 2**31',
@@ -92,18 +76,18 @@ def test_program_id_products_without_an_int64_cast_are_reported(repo):
     ''', '(i_c + 1) * T', id='nested-unpacking'),
 ])
 def test_program_ids_followed_through_branches_loops_and_unpacking(repo, body, product):
-    text = _kernel('''
+    text = kernel_source('''
         @triton.jit(do_not_specialize=['T'])
         def demo_fwd_kernel(x, T, stride_n, IS_VARLEN: tl.constexpr):
     ''') + dedent(body).replace('\n', '\n    ').rstrip() + '\n'
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
-    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, product))]
+    assert placed(repo.check('TRI002')) == [('TRI002', PATH, line_of(text, product))]
 
 
 def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(repo):
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
+    repo.write({PATH: kernel_source('''
         @triton.jit(do_not_specialize=['T'])
         def demo_fwd_kernel(x, o, T, H: tl.constexpr, BT: tl.constexpr):
             i_t = tl.program_id(0).to(tl.int64)
@@ -120,14 +104,14 @@ def test_program_ids_cast_to_int64_and_code_outside_kernels_are_not_reported(rep
         def grid(meta):
             return (tl.program_id(0) * 2,)
     ''')})
-    assert _where(repo.check('TRI002')) == []
+    assert placed(repo.check('TRI002')) == []
 
 
 def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
     """Upstream flash-linear-attention's kernels: tile indices times block sizes, a loop index below a block size, a
     mask, a feature offset times a feature size, and a sum that already holds an int64 cast; only the offset with a
     sequence size and a runtime stride is reported, once."""
-    text = _kernel('''
+    text = kernel_source('''
         @triton.jit(do_not_specialize=['T'])
         def demo_fwd_kernel(x, chunk_indices, T, stride_x, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                             BC: tl.constexpr, BK: tl.constexpr):
@@ -145,13 +129,13 @@ def test_bounded_products_masks_and_promoted_sums_are_not_reported(repo):
     ''')
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
-    assert _where(repo.check('TRI002')) == [('TRI002', PATH, _line_of(text, 'tl.store(x'))]
+    assert placed(repo.check('TRI002')) == [('TRI002', PATH, line_of(text, 'tl.store(x'))]
 
 
 def test_program_id_product_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: NARROW})
     repo.write({PATH: NARROW.replace('b_o = b_x * 2.0', 'b_o = b_x * 3.0')})
-    assert _where(repo.check('TRI002')) == []
+    assert placed(repo.check('TRI002')) == []
 
 
 @pytest.mark.parametrize('offset', [
@@ -173,7 +157,7 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
     # head's stride, a group times a size, a batch row times a sequence length or its chunks cast only afterwards,
     # tokens times heads indexing a per-head scalar, a later grid axis (at most 65535 programs) times a width, a block
     # of data times an index: none can pass 2**31 in the largest launch the rule allows for (4M tokens, 128 heads)
-    assert _found(repo, _kernel(f'''
+    assert _found(repo, kernel_source(f'''
         @triton.jit(do_not_specialize=['T'])
         def demo_fwd_kernel(x, T, all, x_stride_h, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr,
                             V: tl.constexpr, D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
@@ -202,7 +186,7 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
 def test_products_that_count_rows_within_each_other_are_not_reported(repo, offset):
     # tokens times heads through three factors, a division rounded back, a chunk times its block size: each is a
     # position in a per-head scalar (a gate), far below 2**31
-    assert _found(repo, _kernel(f'''
+    assert _found(repo, kernel_source(f'''
         @triton.jit(do_not_specialize=['T_max'])
         def demo_fwd_kernel(g, T_max, TC, g_stride_x_d, g_stride_row, HV: tl.constexpr, BT: tl.constexpr,
                             BD: tl.constexpr, D: tl.constexpr):
@@ -219,7 +203,7 @@ def test_products_that_count_rows_within_each_other_are_not_reported(repo, offse
 
 def test_a_row_of_a_flat_offset_is_followed_into_the_helper_that_strides_it(repo):
     # an elementwise kernel passes its flat offsets and its rows' stride to a helper that splits them into rows
-    assert _found(repo, _kernel('''
+    assert _found(repo, kernel_source('''
         @triton.jit
         def _flat_offset(offs, D: tl.constexpr, stride):
             row = offs // D
@@ -235,7 +219,7 @@ def test_a_row_of_a_flat_offset_is_followed_into_the_helper_that_strides_it(repo
 
 def test_program_ids_of_kernels_for_a_grid_of_at_most_65535_programs_an_axis_stay_narrow(repo):
     # Ascend NPUs launch at most 65535 programs on every axis: a row there times a width stays below 2**31
-    text = _kernel('''
+    text = kernel_source('''
         @triton.jit
         def demo_fwd_kernel(x, stride_x_row, D: tl.constexpr, BD: tl.constexpr):
             row = tl.program_id(0)
@@ -244,7 +228,7 @@ def test_program_ids_of_kernels_for_a_grid_of_at_most_65535_programs_an_axis_sta
     ''')
     repo.commit({'README.md': 'demo\n'})
     repo.write({'fla/ops/demo/backends/triton_ascend/chunk.py': text, PATH: text})
-    assert [(f.path, f.line) for f in repo.check('TRI002').findings] == [(PATH, _line_of(text, 'p_x = x'))]
+    assert [(f.path, f.line) for f in repo.check('TRI002').findings] == [(PATH, line_of(text, 'p_x = x'))]
 
 
 @pytest.mark.parametrize(('offset', 'product'), [
@@ -257,7 +241,7 @@ def test_program_ids_of_kernels_for_a_grid_of_at_most_65535_programs_an_axis_sta
 ])
 def test_products_that_can_pass_int32_are_reported_once_per_offset(repo, offset, product):
     # the inner and the outer products of one offset were each reported (445 lines of upstream's twice or more)
-    text = _kernel(f'''
+    text = kernel_source(f'''
         @triton.jit(do_not_specialize=['T'])
         def demo_fwd_kernel(x, T, stride_t, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
             i_t, i_bh = tl.program_id(0), tl.program_id(1)
@@ -269,12 +253,12 @@ def test_products_that_can_pass_int32_are_reported_once_per_offset(repo, offset,
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
     [finding] = repo.check('TRI002').findings
-    assert finding.line == _line_of(text, offset) and finding.message.startswith(f'`{product}` multiplies ')
+    assert finding.line == line_of(text, offset) and finding.message.startswith(f'`{product}` multiplies ')
 
 
 def test_program_ids_are_followed_into_the_jit_helpers_a_kernel_passes_them_to(repo):
     # upstream's kernels compute offsets in @triton.jit helpers from the program ids their kernels pass in
-    text = _kernel('''
+    text = kernel_source('''
         @triton.jit
         def load_rows(x, i_t, i_h, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr):
             o_t = i_t * BT + tl.arange(0, BT)
@@ -295,12 +279,12 @@ def test_program_ids_are_followed_into_the_jit_helpers_a_kernel_passes_them_to(r
             tl.store(o, b_x + wide)
     ''')
     # once: the call with an int64 row makes nothing wide for the call without one
-    assert _found(repo, text) == [_line_of(text, 'o_t[:, None] * H * K')]
+    assert _found(repo, text) == [line_of(text, 'o_t[:, None] * H * K')]
 
 
 def test_a_compile_time_value_is_no_count_of_tokens_whatever_its_name(repo):
     # log-linear attention's `L: tl.constexpr` counts levels: a kernel compiles once per value, so it stays small
-    assert _found(repo, _kernel('''
+    assert _found(repo, kernel_source('''
         @triton.jit
         def demo_fwd_kernel(x, H: tl.constexpr, L: tl.constexpr, BT: tl.constexpr):
             i_n, i_h = tl.program_id(0), tl.program_id(1)

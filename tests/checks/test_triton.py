@@ -5,30 +5,11 @@ dimension (TRI002 is in test_indices.py)."""
 
 from __future__ import annotations
 
-from textwrap import dedent
-
 import pytest
 
-IMPORTS = 'import triton\nimport triton.language as tl\n\n\n'
-PATH = 'fla/ops/demo/chunk.py'
+from tests.checks.kernels import PATH, kernel_source, line_of, placed
 
-
-def _kernel(body: str) -> str:
-    return IMPORTS + dedent(body)
-
-
-def _line_of(text: str, fragment: str) -> int:
-    """The line number of the one line of `text` that holds `fragment`."""
-    numbers = [n for n, line in enumerate(text.splitlines(), 1) if fragment in line]
-    assert len(numbers) == 1, f'{fragment!r} is on lines {numbers}'
-    return numbers[0]
-
-
-def _where(report) -> list[tuple[str, str, int]]:
-    return [(f.rule, f.path, f.line) for f in report.findings]
-
-
-BLOCK_POINTERS = _kernel('''
+BLOCK_POINTERS = kernel_source('''
     from triton.language import advance
 
     @triton.jit
@@ -42,17 +23,17 @@ BLOCK_POINTERS = _kernel('''
 def test_block_pointers_are_reported_where_used(repo):
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: BLOCK_POINTERS})
-    assert _where(repo.check('TRI001')) == [
-        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'import advance')),
-        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'tl.make_block_ptr')),
-        ('TRI001', PATH, _line_of(BLOCK_POINTERS, 'triton.language.advance')),
+    assert placed(repo.check('TRI001')) == [
+        ('TRI001', PATH, line_of(BLOCK_POINTERS, 'import advance')),
+        ('TRI001', PATH, line_of(BLOCK_POINTERS, 'tl.make_block_ptr')),
+        ('TRI001', PATH, line_of(BLOCK_POINTERS, 'triton.language.advance')),
     ]
 
 
 def test_block_pointer_names_in_text_or_unrelated_code_are_not_reported(repo):
     repo.commit({'README.md': 'demo\n'})
     repo.write({
-        PATH: _kernel('''
+        PATH: kernel_source('''
             # tl.make_block_ptr and tl.advance are not used here
             NOTE = 'no tl.make_block_ptr or tl.advance'
 
@@ -63,13 +44,13 @@ def test_block_pointer_names_in_text_or_unrelated_code_are_not_reported(repo):
         '''),
         'mrbot/cursor.py': 'def step(cursor):\n    cursor.advance()\n',
     })
-    assert _where(repo.check('TRI001')) == []
+    assert placed(repo.check('TRI001')) == []
 
 
 def test_block_pointer_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: BLOCK_POINTERS})
     repo.write({PATH: BLOCK_POINTERS + '\n\nUNRELATED = 1\n'})
-    assert _where(repo.check('TRI001')) == []
+    assert placed(repo.check('TRI001')) == []
 
 
 def test_a_fix_to_the_arguments_of_a_block_pointer_a_kernel_had_is_not_a_new_use(repo):
@@ -78,14 +59,14 @@ def test_a_fix_to_the_arguments_of_a_block_pointer_a_kernel_had_is_not_a_new_use
     repo.commit({PATH: BLOCK_POINTERS})
     fixed = BLOCK_POINTERS.replace('(0,), (BT,), (0,))', '(tl.program_id(0) * BT,), (BT,), (0,))')
     repo.write({PATH: fixed})
-    assert _where(repo.check('TRI001')) == []
+    assert placed(repo.check('TRI001')) == []
     grown = fixed.replace('    tl.store(o, tl.load(p_q))',
                           '    p_o = tl.make_block_ptr(o, (T,), (1,), (0,), (BT,), (0,))\n    tl.store(p_o, tl.load(p_q))')
     repo.write({PATH: grown})
-    assert _where(repo.check('TRI001')) == [('TRI001', PATH, _line_of(grown, 'p_o = tl.make_block_ptr'))]
+    assert placed(repo.check('TRI001')) == [('TRI001', PATH, line_of(grown, 'p_o = tl.make_block_ptr'))]
 
 
-SPECIALIZED = _kernel('''
+SPECIALIZED = kernel_source('''
     @triton.autotune(configs=[triton.Config({})], key=['K'])
     @triton.jit
     def demo_fwd_kernel(
@@ -99,7 +80,7 @@ SPECIALIZED = _kernel('''
 
 def test_kernel_with_a_specialized_length_is_reported_at_t(repo):
     repo.commit({'README.md': 'demo\n'})
-    launched = _kernel('''
+    launched = kernel_source('''
         @triton.jit(do_not_specialize=['N'])
         def fwd(x, N, T):
             tl.store(x, N + T)
@@ -109,9 +90,9 @@ def test_kernel_with_a_specialized_length_is_reported_at_t(repo):
             fwd[(1,)](x, 1, 2)
     ''')
     repo.write({PATH: SPECIALIZED, 'fla/ops/demo/launched.py': launched})
-    assert _where(repo.check('TRI003')) == [
-        ('TRI003', PATH, _line_of(SPECIALIZED, '    T,')),
-        ('TRI003', 'fla/ops/demo/launched.py', _line_of(launched, 'def fwd(x, N, T)')),
+    assert placed(repo.check('TRI003')) == [
+        ('TRI003', PATH, line_of(SPECIALIZED, '    T,')),
+        ('TRI003', 'fla/ops/demo/launched.py', line_of(launched, 'def fwd(x, N, T)')),
     ]
 
 
@@ -123,17 +104,17 @@ def test_kernel_with_a_specialized_length_is_reported_at_t(repo):
 ])
 def test_length_named_in_do_not_specialize_is_not_reported(repo, decorator):
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel(f'''
+    repo.write({PATH: kernel_source(f'''
         {decorator}
         def demo_fwd_kernel(x, N, T):
             tl.store(x, N + T)
     ''')})
-    assert _where(repo.check('TRI003')) == []
+    assert placed(repo.check('TRI003')) == []
 
 
 def test_device_helpers_taking_a_length_are_not_kernels(repo):
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
+    repo.write({PATH: kernel_source('''
         @triton.jit
         def sequence_end(bos, T):
             return bos + T
@@ -143,22 +124,22 @@ def test_device_helpers_taking_a_length_are_not_kernels(repo):
         def store_length(x, T):
             tl.store(x, T)
     ''')})
-    assert _where(repo.check('TRI003')) == []
+    assert placed(repo.check('TRI003')) == []
 
 
 def test_specialized_length_is_reported_when_only_the_decorator_changes(repo):
     repo.commit({PATH: SPECIALIZED})
     repo.write({PATH: SPECIALIZED.replace('@triton.jit\n', "@triton.jit(do_not_specialize=['K'])\n")})
-    assert _where(repo.check('TRI003')) == [('TRI003', PATH, _line_of(SPECIALIZED, '    T,'))]
+    assert placed(repo.check('TRI003')) == [('TRI003', PATH, line_of(SPECIALIZED, '    T,'))]
 
 
 def test_specialized_length_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: SPECIALIZED})
     repo.write({PATH: SPECIALIZED.replace('tl.store(x, T)', 'tl.store(x, T + 1)')})
-    assert _where(repo.check('TRI003')) == []
+    assert placed(repo.check('TRI003')) == []
 
 
-COMPILE_TIME = _kernel('''
+COMPILE_TIME = kernel_source('''
     @triton.jit
     def demo_fwd_kernel(
         x,
@@ -182,36 +163,36 @@ COMPILE_TIME = _kernel('''
 def test_a_kernel_taking_its_chunks_at_compile_time_is_not_asked_to_leave_t_unspecialized(repo):
     # it compiles for every length through `NT` by design: listing `T` would change nothing
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
+    repo.write({PATH: kernel_source('''
         @triton.jit
         def demo_fwd_kernel(x, T, NT: tl.constexpr, BT: tl.constexpr):
             for i_t in tl.static_range(NT):
                 tl.store(x + i_t * BT + tl.arange(0, BT), tl.zeros([BT], dtype=tl.float32), mask=i_t * BT < T)
     ''')})
-    assert _where(repo.check('TRI003')) == []
+    assert placed(repo.check('TRI003')) == []
 
 
 def test_a_block_size_name_that_shapes_nothing_may_be_a_runtime_count(repo):
     # upstream's launcher computes `BS = cdiv(T, NS)` for every call: a loop's bound, which a constexpr would recompile
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
+    repo.write({PATH: kernel_source('''
         @triton.jit
         def demo_bwd_kernel(x, T, BS, BD: tl.constexpr):
             for i in range(0, BS):
                 tl.store(x + i * BD + tl.arange(0, BD), tl.zeros([BD], dtype=tl.float32), mask=i < T)
     ''')})
-    assert _where(repo.check('TRI004')) == []
+    assert placed(repo.check('TRI004')) == []
 
 
 def test_compile_time_names_without_constexpr_are_reported(repo):
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: COMPILE_TIME})
     report = repo.check('TRI004')
-    assert _where(report) == [
-        ('TRI004', PATH, _line_of(COMPILE_TIME, '    BT,')),
-        ('TRI004', PATH, _line_of(COMPILE_TIME, 'BLOCK_SIZE: int')),
-        ('TRI004', PATH, _line_of(COMPILE_TIME, 'USE_G,')),
-        ('TRI004', PATH, _line_of(COMPILE_TIME, 'BHV,')),
+    assert placed(report) == [
+        ('TRI004', PATH, line_of(COMPILE_TIME, '    BT,')),
+        ('TRI004', PATH, line_of(COMPILE_TIME, 'BLOCK_SIZE: int')),
+        ('TRI004', PATH, line_of(COMPILE_TIME, 'USE_G,')),
+        ('TRI004', PATH, line_of(COMPILE_TIME, 'BHV,')),
     ]
     assert report.findings[0].message == ('parameter `BT` of `demo_fwd_kernel` is named as a compile-time value but is '
                                           'not `tl.constexpr`')
@@ -219,7 +200,7 @@ def test_compile_time_names_without_constexpr_are_reported(repo):
 
 def test_constexpr_parameters_and_plain_functions_are_not_reported(repo):
     repo.commit({'README.md': 'demo\n'})
-    repo.write({PATH: _kernel('''
+    repo.write({PATH: kernel_source('''
         @triton.jit
         def demo_fwd_kernel(x, BT: tl.constexpr, USE_G: 'tl.constexpr', HAS_BIAS: triton.language.constexpr):
             tl.store(x, BT + USE_G + HAS_BIAS)
@@ -228,17 +209,17 @@ def test_constexpr_parameters_and_plain_functions_are_not_reported(repo):
         def launch_config(BT, USE_G):
             return {'BT': BT, 'USE_G': USE_G}
     ''')})
-    assert _where(repo.check('TRI004')) == []
+    assert placed(repo.check('TRI004')) == []
 
 
 def test_compile_time_parameter_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: COMPILE_TIME})
     repo.write({PATH: COMPILE_TIME.replace('tl.store(x, B', 'tl.store(x, 1 + B')})
-    assert _where(repo.check('TRI004')) == []
+    assert placed(repo.check('TRI004')) == []
 
 
 # The shape of upstream flash-linear-attention's `fused_recurrent_kda_fwd_kernel` before b67113b masked its `g` load.
-UNMASKED_GATE = _kernel('''
+UNMASKED_GATE = kernel_source('''
     @triton.jit(do_not_specialize=['T'])
     def demo_fwd_kernel(q, g, o, T, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
         i_k, i_nh = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
@@ -260,10 +241,10 @@ def test_unmasked_load_through_an_offset_the_kernel_masks_elsewhere_is_reported(
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: UNMASKED_GATE})
     report = repo.check('TRI005')
-    assert _where(report) == [('TRI005', PATH, _line_of(UNMASKED_GATE, 'b_g = tl.load'))]
+    assert placed(report) == [('TRI005', PATH, line_of(UNMASKED_GATE, 'b_g = tl.load'))]
     assert report.findings[0].message == (
         "`tl.load(p_g, eviction_policy='evict_last')` has no mask, but `o_k` can pass `K`: line "
-        f"{_line_of(UNMASKED_GATE, 'b_q = tl.load')} masks it with `mask_k`; add `mask=mask_k, other=0`")
+        f"{line_of(UNMASKED_GATE, 'b_q = tl.load')} masks it with `mask_k`; add `mask=mask_k, other=0`")
 
 
 def test_unmasked_store_is_reported_without_a_fill_value(repo):
@@ -272,7 +253,7 @@ def test_unmasked_store_is_reported_without_a_fill_value(repo):
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
     report = repo.check('TRI005')
-    assert _where(report) == [('TRI005', PATH, _line_of(text, 'tl.store(o'))]
+    assert placed(report) == [('TRI005', PATH, line_of(text, 'tl.store(o'))]
     assert report.findings[0].message.endswith('; add `mask=mask_k`')
 
 
@@ -300,13 +281,13 @@ def test_unmasked_accesses_the_kernel_does_not_show_can_overrun_are_not_reported
         text = text.replace(old, new)
     repo.commit({'README.md': 'demo\n'})
     repo.write({PATH: text})
-    assert _where(repo.check('TRI005')) == []
+    assert placed(repo.check('TRI005')) == []
 
 
 def test_unmasked_load_already_in_the_base_is_not_reported(repo):
     repo.commit({PATH: UNMASKED_GATE})
     repo.write({PATH: UNMASKED_GATE.replace('p_q += H * K', 'p_q += H * K + 0')})
-    assert _where(repo.check('TRI005')) == []
+    assert placed(repo.check('TRI005')) == []
 
 
 def test_kernels_for_ascend_npus_may_use_block_pointers(repo):
