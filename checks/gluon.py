@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from mrbot.rules import Context, Violation, dotted_name, last_name, rule
+from mrbot.rules import Context, SourceFile, Violation, dotted_name, last_name, rule
 
 _GLUON = 'triton.experimental.gluon'
 # Methods of a shared-memory descriptor that give a view of the same memory.
@@ -104,6 +104,17 @@ class _Call:
     @property
     def line(self) -> int:
         return self.node.lineno
+
+
+def _gluon_kernels(context: Context, word: str) -> Iterator[tuple[SourceFile, dict[str, str], ast.FunctionDef]]:
+    """Each `@gluon.jit` function of the Python files whose text holds `word` (a cheap filter before parsing), with
+    its file and the file's import aliases."""
+    for source in context.sources('*.py'):
+        if source.tree is None or word not in source.text:
+            continue
+        aliases = _aliases(source.tree)
+        for function in _gluon_functions(source.tree, aliases):
+            yield source, aliases, function
 
 
 def _calls(function: ast.FunctionDef) -> list[_Call]:
@@ -253,40 +264,36 @@ def missing_proxy_fence(context: Context) -> Iterator[Violation]:
     Instead: `c_smem.store(b_o.to(gl.bfloat16))`, then `fence_async_shared()`, then the
     `tma.async_copy_shared_to_global(o_desc, [i_t * BT, 0], c_smem)`.
     """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'gluon' not in source.text:
-            continue
-        aliases = _aliases(source.tree)
-        for function in _gluon_functions(source.tree, aliases):
-            views = _buffers(function)
-            shared = _allocated(function, 'allocate_shared_memory')
-            tensor_memory = set(_allocated(function, 'allocate_tensor_memory'))
-            # an allocation given a value is a register store where it is assigned
-            filled = sorted((assignment.lineno, name) for name, assignment in shared.items()
-                            if _argument(assignment.value, 3, 'value') is not None)
-            # buffer -> the line of its register store that no fence has followed yet
-            pending: dict[str, int] = {}
-            for call in _calls(function):
-                while filled and filled[0][0] <= call.line:
-                    line, name = filled.pop(0)
-                    pending[name] = line
-                if call.name == 'fence_async_shared':
-                    pending.clear()
-                elif call.name == 'store' and isinstance(call.node.func, ast.Attribute) and len(call.node.args) == 1:
-                    root = _buffer(call.node.func.value, views)
-                    if root and root.split('.')[0] not in aliases and root not in tensor_memory:
-                        pending[root] = call.line
-                elif call.name in _ASYNC_READS:
-                    for position, keyword in _ASYNC_READS[call.name]:
-                        root = _buffer(_argument(call.node, position, keyword), views)
-                        tensor_operand = (call.name, position) in _TENSOR_MEMORY_OPERANDS and root not in shared
-                        if root not in pending or tensor_operand:
-                            continue
-                        written = pending.pop(root)
-                        yield Violation(source.path, call.line, f'`{root}` is written from registers on line {written} '
-                                                                f'and read by `{call.name}` here with no '
-                                                                '`fence_async_shared()` between',
-                                        column=call.node.col_offset, anchors=(written, call.line))
+    for source, aliases, function in _gluon_kernels(context, 'gluon'):
+        views = _buffers(function)
+        shared = _allocated(function, 'allocate_shared_memory')
+        tensor_memory = set(_allocated(function, 'allocate_tensor_memory'))
+        # an allocation given a value is a register store where it is assigned
+        filled = sorted((assignment.lineno, name) for name, assignment in shared.items()
+                        if _argument(assignment.value, 3, 'value') is not None)
+        # buffer -> the line of its register store that no fence has followed yet
+        pending: dict[str, int] = {}
+        for call in _calls(function):
+            while filled and filled[0][0] <= call.line:
+                line, name = filled.pop(0)
+                pending[name] = line
+            if call.name == 'fence_async_shared':
+                pending.clear()
+            elif call.name == 'store' and isinstance(call.node.func, ast.Attribute) and len(call.node.args) == 1:
+                root = _buffer(call.node.func.value, views)
+                if root and root.split('.')[0] not in aliases and root not in tensor_memory:
+                    pending[root] = call.line
+            elif call.name in _ASYNC_READS:
+                for position, keyword in _ASYNC_READS[call.name]:
+                    root = _buffer(_argument(call.node, position, keyword), views)
+                    tensor_operand = (call.name, position) in _TENSOR_MEMORY_OPERANDS and root not in shared
+                    if root not in pending or tensor_operand:
+                        continue
+                    written = pending.pop(root)
+                    yield Violation(source.path, call.line, f'`{root}` is written from registers on line {written} '
+                                                            f'and read by `{call.name}` here with no '
+                                                            '`fence_async_shared()` between',
+                                    column=call.node.col_offset, anchors=(written, call.line))
 
 
 def _loop_targets(loop: ast.For | ast.While) -> set[str]:
@@ -347,57 +354,53 @@ def constant_mbarrier_phase(context: Context) -> Iterator[Violation]:
 
     Instead: `mbarrier.wait(ready.index(i % NUM_BUFFERS), (i // NUM_BUFFERS) & 1)`.
     """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'mbarrier' not in source.text:
-            continue
-        aliases = _aliases(source.tree)
-        for function in _gluon_functions(source.tree, aliases):
-            once = _once(_assigned(function))
-            calls = _calls(function)
-            initialized = [(call, dotted_name(_strip_views(_expand_view(call.node.args[0], once))[0]))
-                           for call in calls if call.owner == 'mbarrier' and call.name == 'init' and call.node.args]
-            for call in calls:
-                if call.owner != 'mbarrier' or call.name != 'wait' or not call.loops:
-                    continue
-                barrier, phase = _argument(call.node, 0, 'mbarrier'), _argument(call.node, 1, 'phase')
-                if barrier is None or phase is None:
-                    continue
-                barrier = _expand_view(barrier, once)
-                index = None
-                if isinstance(barrier, ast.Call) and isinstance(barrier.func, ast.Attribute) \
-                        and barrier.func.attr == 'index' and barrier.args:
-                    index = _expand(barrier.args[0], once)
-                ring = index is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
-                                                 for n in ast.walk(index))
-                reuse = next((loop for loop in reversed(call.loops)
-                              if index is None or ring or not _loop_targets(loop) & _names(index)), None)
-                if reuse is None:
-                    continue
-                root = dotted_name(_strip_views(barrier)[0])
-                if any(_inside(init.node, reuse) and init_root == root for init, init_root in initialized):
-                    continue
-                varying = _varying(reuse)
-                where = f'the loop on line {reuse.lineno}'
-                if not _names(phase) & varying:
-                    yield Violation(source.path, call.line, f'`{_snippet(call.node)}` waits again in every iteration '
-                                                            f'of {where} for a phase that does not change',
-                                    column=call.node.col_offset)
-                    continue
-                if not ring or not isinstance(index, ast.BinOp) or not isinstance(index.op, ast.Mod):
-                    continue
-                size = index.right
-                counters = _names(index.left) & varying
-                expanded = _expand(phase, once)
-                divided = any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.RShift))
-                              for n in ast.walk(expanded))
-                trivial = isinstance(size, ast.Constant) and size.value == 1
-                if counters & _names(expanded) and not divided and not trivial:
-                    counter = sorted(counters & _names(expanded))[0]
-                    yield Violation(source.path, call.line, f'the phase `{ast.unparse(phase)}` flips every iteration of '
-                                                            f'{where}, but `{ast.unparse(barrier)}` is one of a ring '
-                                                            f'used again every `{ast.unparse(size)}` iterations: wait '
-                                                            f'for `({counter} // {ast.unparse(size)}) & 1`',
-                                    column=call.node.col_offset)
+    for source, _, function in _gluon_kernels(context, 'mbarrier'):
+        once = _once(_assigned(function))
+        calls = _calls(function)
+        initialized = [(call, dotted_name(_strip_views(_expand_view(call.node.args[0], once))[0]))
+                       for call in calls if call.owner == 'mbarrier' and call.name == 'init' and call.node.args]
+        for call in calls:
+            if call.owner != 'mbarrier' or call.name != 'wait' or not call.loops:
+                continue
+            barrier, phase = _argument(call.node, 0, 'mbarrier'), _argument(call.node, 1, 'phase')
+            if barrier is None or phase is None:
+                continue
+            barrier = _expand_view(barrier, once)
+            index = None
+            if isinstance(barrier, ast.Call) and isinstance(barrier.func, ast.Attribute) \
+                    and barrier.func.attr == 'index' and barrier.args:
+                index = _expand(barrier.args[0], once)
+            ring = index is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                                             for n in ast.walk(index))
+            reuse = next((loop for loop in reversed(call.loops)
+                          if index is None or ring or not _loop_targets(loop) & _names(index)), None)
+            if reuse is None:
+                continue
+            root = dotted_name(_strip_views(barrier)[0])
+            if any(_inside(init.node, reuse) and init_root == root for init, init_root in initialized):
+                continue
+            varying = _varying(reuse)
+            where = f'the loop on line {reuse.lineno}'
+            if not _names(phase) & varying:
+                yield Violation(source.path, call.line, f'`{_snippet(call.node)}` waits again in every iteration '
+                                                        f'of {where} for a phase that does not change',
+                                column=call.node.col_offset)
+                continue
+            if not ring or not isinstance(index, ast.BinOp) or not isinstance(index.op, ast.Mod):
+                continue
+            size = index.right
+            counters = _names(index.left) & varying
+            expanded = _expand(phase, once)
+            divided = any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.RShift))
+                          for n in ast.walk(expanded))
+            trivial = isinstance(size, ast.Constant) and size.value == 1
+            if counters & _names(expanded) and not divided and not trivial:
+                counter = sorted(counters & _names(expanded))[0]
+                yield Violation(source.path, call.line, f'the phase `{ast.unparse(phase)}` flips every iteration of '
+                                                        f'{where}, but `{ast.unparse(barrier)}` is one of a ring '
+                                                        f'used again every `{ast.unparse(size)}` iterations: wait '
+                                                        f'for `({counter} // {ast.unparse(size)}) & 1`',
+                                column=call.node.col_offset)
 
 
 # `(barrier, call)`: a barrier, as its expression reads, and a call that completes on it.
@@ -453,29 +456,25 @@ def shared_tma_and_mma_barrier(context: Context) -> Iterator[Violation]:
     Instead: `load_bars` for the TMA loads and `mma_bars` for the MMAs, each allocated and initialized on its own:
     `tcgen05_mma(..., mbarriers=[mma_bars.index(s)])`.
     """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'mbarrier' not in source.text:
-            continue
-        aliases = _aliases(source.tree)
-        for function in _gluon_functions(source.tree, aliases):
-            once = _once(_assigned(function))
-            calls = _calls(function)
-            tma, mma = _barrier_uses(calls, once)
-            resets = [(ast.unparse(_expand_view(call.node.args[0], once)), call.line) for call in calls
-                      if call.owner == 'mbarrier' and call.name in ('init', 'invalidate') and call.node.args]
-            for barrier in dict.fromkeys(name for name, _ in tma):
-                loads = [call for name, call in tma if name == barrier]
-                commits = [call for name, call in mma if name == barrier]
-                if not commits:
-                    continue
-                first, second = sorted((loads[0], commits[0]), key=lambda call: call.line)
-                if any(name == barrier and first.line < line < second.line for name, line in resets):
-                    continue
-                kinds = ('TMA', 'MMA') if first is loads[0] else ('MMA', 'TMA')
-                yield Violation(source.path, second.line, f'`{barrier}` tracks {kinds[1]} completion here '
-                                                          f'(`{second.name}`) and {kinds[0]} completion on line '
-                                                          f'{first.line} (`{first.name}`)',
-                                column=second.node.col_offset, anchors=(first.line, second.line))
+    for source, _, function in _gluon_kernels(context, 'mbarrier'):
+        once = _once(_assigned(function))
+        calls = _calls(function)
+        tma, mma = _barrier_uses(calls, once)
+        resets = [(ast.unparse(_expand_view(call.node.args[0], once)), call.line) for call in calls
+                  if call.owner == 'mbarrier' and call.name in ('init', 'invalidate') and call.node.args]
+        for barrier in dict.fromkeys(name for name, _ in tma):
+            loads = [call for name, call in tma if name == barrier]
+            commits = [call for name, call in mma if name == barrier]
+            if not commits:
+                continue
+            first, second = sorted((loads[0], commits[0]), key=lambda call: call.line)
+            if any(name == barrier and first.line < line < second.line for name, line in resets):
+                continue
+            kinds = ('TMA', 'MMA') if first is loads[0] else ('MMA', 'TMA')
+            yield Violation(source.path, second.line, f'`{barrier}` tracks {kinds[1]} completion here '
+                                                      f'(`{second.name}`) and {kinds[0]} completion on line '
+                                                      f'{first.line} (`{first.name}`)',
+                            column=second.node.col_offset, anchors=(first.line, second.line))
 
 
 def _is_literal(node: ast.expr, constants: set[str]) -> bool:
@@ -686,34 +685,30 @@ def buffer_reused_under_async_mma(context: Context) -> Iterator[Violation]:
     Instead: `acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, k_smem))` after each asynchronous MMA, so the one
     before it has finished with the slot the next load refills.
     """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'warpgroup_mma' not in source.text:
-            continue
-        aliases = _aliases(source.tree)
-        for function in _gluon_functions(source.tree, aliases):
-            views = _buffers(function)
-            calls = _calls(function)
-            waits = [call for call in calls if call.name == 'warpgroup_mma_wait']
-            products = []
-            for call in calls:
-                asynchronous = _keyword(call.node, 'is_async')
-                # `is_async=OVERLAP` is asynchronous in the specializations that set the flag
-                if call.name == 'warpgroup_mma' and asynchronous is not None \
-                        and not (isinstance(asynchronous, ast.Constant) and not asynchronous.value):
-                    read = {_buffer(_argument(call.node, position, keyword), views)
-                            for position, keyword in _ASYNC_READS['warpgroup_mma']}
-                    products.append((call, read - {None}))
-            for call in calls:
-                if call.owner != 'tma' or call.name not in _TMA_LOADS:
-                    continue
-                target = _buffer(_argument(call.node, *_TMA_LOADS[call.name][1]), views)
-                for product, read in products:
-                    if target in read and _on_path(product, call, waits) is False:
-                        yield Violation(source.path, call.line, f'`{call.name}` refills `{target}`, which the '
-                                                                f'asynchronous `warpgroup_mma` on line {product.line} '
-                                                                'may still be reading: no `warpgroup_mma_wait` between',
-                                        column=call.node.col_offset, anchors=(product.line, call.line))
-                        break
+    for source, _, function in _gluon_kernels(context, 'warpgroup_mma'):
+        views = _buffers(function)
+        calls = _calls(function)
+        waits = [call for call in calls if call.name == 'warpgroup_mma_wait']
+        products = []
+        for call in calls:
+            asynchronous = _keyword(call.node, 'is_async')
+            # `is_async=OVERLAP` is asynchronous in the specializations that set the flag
+            if call.name == 'warpgroup_mma' and asynchronous is not None \
+                    and not (isinstance(asynchronous, ast.Constant) and not asynchronous.value):
+                read = {_buffer(_argument(call.node, position, keyword), views)
+                        for position, keyword in _ASYNC_READS['warpgroup_mma']}
+                products.append((call, read - {None}))
+        for call in calls:
+            if call.owner != 'tma' or call.name not in _TMA_LOADS:
+                continue
+            target = _buffer(_argument(call.node, *_TMA_LOADS[call.name][1]), views)
+            for product, read in products:
+                if target in read and _on_path(product, call, waits) is False:
+                    yield Violation(source.path, call.line, f'`{call.name}` refills `{target}`, which the '
+                                                            f'asynchronous `warpgroup_mma` on line {product.line} '
+                                                            'may still be reading: no `warpgroup_mma_wait` between',
+                                    column=call.node.col_offset, anchors=(product.line, call.line))
+                    break
 
 
 def _is_async_copy(call: _Call, aliases: dict[str, str]) -> bool:
@@ -745,29 +740,25 @@ def masked_async_copy(context: Context) -> Iterator[Violation]:
     Instead: `o_t = gl.minimum(o_t, T - 1)` before the unmasked copy, with the stores masked by `o_t < T`; or a TMA
     load, whose out-of-bounds rows are zeros.
     """
-    for source in context.sources('*.py'):
-        if source.tree is None or 'async_copy_global_to_shared' not in source.text:
-            continue
-        aliases = _aliases(source.tree)
-        for function in _gluon_functions(source.tree, aliases):
-            once = _once(_assigned(function))
-            calls = _calls(function)
-            remasked = set()
-            for call in calls:
-                if call.name == 'where' and call.node.args:
-                    condition = call.node.args[0]
-                    remasked |= _names(condition) | {n for name in _names(condition) if name in once
-                                                     for n in _names(once[name])}
-            for call in calls:
-                if not _is_async_copy(call, aliases):
-                    continue
-                mask = _argument(call.node, 2, 'mask')
-                if mask is None or isinstance(mask, ast.Constant) and mask.value is None:
-                    continue
-                names = _names(mask) | {n for name in _names(mask) if name in once for n in _names(once[name])}
-                if names & remasked:
-                    continue
-                yield Violation(source.path, call.line, f'cp.async with `mask={_snippet(mask)}` leaves the masked '
-                                                        'lanes of the buffer unwritten, and nothing replaces them after '
-                                                        'it is read back', column=call.node.col_offset,
-                                anchors=tuple(range(call.line, (call.node.end_lineno or call.line) + 1)))
+    for source, aliases, function in _gluon_kernels(context, 'async_copy_global_to_shared'):
+        once = _once(_assigned(function))
+        calls = _calls(function)
+        remasked = set()
+        for call in calls:
+            if call.name == 'where' and call.node.args:
+                condition = call.node.args[0]
+                remasked |= _names(condition) | {n for name in _names(condition) if name in once
+                                                 for n in _names(once[name])}
+        for call in calls:
+            if not _is_async_copy(call, aliases):
+                continue
+            mask = _argument(call.node, 2, 'mask')
+            if mask is None or isinstance(mask, ast.Constant) and mask.value is None:
+                continue
+            names = _names(mask) | {n for name in _names(mask) if name in once for n in _names(once[name])}
+            if names & remasked:
+                continue
+            yield Violation(source.path, call.line, f'cp.async with `mask={_snippet(mask)}` leaves the masked '
+                                                    'lanes of the buffer unwritten, and nothing replaces them after '
+                                                    'it is read back', column=call.node.col_offset,
+                            anchors=tuple(range(call.line, (call.node.end_lineno or call.line) + 1)))
