@@ -190,7 +190,8 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
                 report = evaluate(change, workspace, [r for r in rules if not is_compile_rule(r)])
                 if early:
                     early(report)
-            except BaseException as error:  # raised again by the main thread, which owns the error boundary
+            # raised again by the main thread, which owns the error boundary
+            except BaseException as error:
                 judged.append(error)
                 return
             judged.append(report)

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -1188,15 +1188,22 @@ def test_gitlab_a_job_of_another_project_is_not_this_ones(lab, monkeypatch, proj
     assert server.notes_on(iid) == []
 
 
-def test_gitlab_a_report_on_a_head_the_mr_has_moved_on_from_is_not_posted(lab, monkeypatch, repo):
-    # a retried mrbot-check of an older pipeline, or a slow one, would put the older commit's report in the note
+def _a_good_head_then_a_bad_one(lab, repo) -> tuple[str, str, Callable[[], None]]:
+    """A clean commit pushed to the merge request, and a failing one after it with what pushes it (not yet called)."""
     server, iid, _ = lab
     at = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
     good = repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
     server.push(iid, good, at)
     server.branches['keep'] = good
     bad = repo.commit({'pkg/bad.py': 'x = 1\n'}, '[Ops] Add bad')
-    server.push(iid, bad, at + datetime.timedelta(minutes=5))
+    return good, bad, lambda: server.push(iid, bad, at + datetime.timedelta(minutes=5))
+
+
+def test_gitlab_a_report_on_a_head_the_mr_has_moved_on_from_is_not_posted(lab, monkeypatch, repo):
+    # a retried mrbot-check of an older pipeline, or a slow one, would put the older commit's report in the note
+    server, iid, _ = lab
+    good, bad, push_bad = _a_good_head_then_a_bad_one(lab, repo)
+    push_bad()
     monkeypatch.setenv('CI_COMMIT_SHA', bad)
     _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 0
@@ -1210,16 +1217,12 @@ def test_gitlab_a_report_on_a_head_the_mr_has_moved_on_from_is_not_posted(lab, m
 def test_gitlab_a_report_whose_head_moved_while_it_was_checked_is_not_posted(lab, monkeypatch, repo, capsys):
     # the ninth review: a push while the check runs, and the new head's own pipeline posts first
     server, iid, _ = lab
-    at = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
-    good = repo.commit({'pkg/shift.py': HEADER + 'def shift(x):\n    return x + 1\n'}, '[Ops] Add shift')
-    server.push(iid, good, at)
-    server.branches['keep'] = good
-    bad = repo.commit({'pkg/bad.py': 'x = 1\n'}, '[Ops] Add bad')
+    good, bad, push_bad = _a_good_head_then_a_bad_one(lab, repo)
     check = ci_gitlab.check_report
 
     def check_while_pushed(workspace, target, sha, title, body):
         report = check(workspace, target, sha, title, body)
-        server.push(iid, bad, at + datetime.timedelta(minutes=5))
+        push_bad()
         return report
 
     monkeypatch.setattr(ci_gitlab, 'check_report', check_while_pushed)
