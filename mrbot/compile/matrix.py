@@ -416,7 +416,7 @@ def _process_settings() -> dict:
     return {'umask': umask, 'nice': os.nice(0), 'cpus': sorted(os.sched_getaffinity(0)), 'rlimits': limits}
 
 
-def _start_server(address: Path, root: Path, env: dict[str, str]) -> None:
+def _start_server(address: Path, env: dict[str, str]) -> None:
     """Start a compile server for the next run; it stays `SERVER_IDLE_S` seconds after its last connection."""
     server = subprocess.Popen([sys.executable, worker_module.__file__, '--serve', str(address), str(SERVER_IDLE_S)],
                               cwd='/', env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -503,7 +503,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
             with lock:
                 _save_cache(root, dict(cache))
     if server is not None and not server.exists():
-        _start_server(server, root, env)
+        _start_server(server, env)
         if not served and started is not None:
             started(f'a compile server stays {SERVER_IDLE_S // 60} minutes after its last use, so that the next run '
                     f'need not import torch and Triton again ({SERVER_SWITCH}=0 turns it off)')

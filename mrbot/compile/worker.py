@@ -26,6 +26,8 @@ import tempfile
 import time
 
 STAGES = ('ttir', 'ttgir', 'llir', 'ptx')
+# How often a compile server checks its socket while no connection comes.
+_SERVER_WAKE_S = 30.0
 _REGISTERS = re.compile(r'Used (\d+) registers')
 _SPILLS = re.compile(r'(\d+) bytes spill stores, (\d+) bytes spill loads')
 # A diagnostic MLIR prints to stderr: "/path/file.py:12:4: error: what went wrong" ("<unknown>:0:" without a place).
@@ -290,10 +292,6 @@ def serve(address: str, idle: float) -> None:
     with contextlib.suppress(OSError):
         if os.stat(address).st_ino == mine:
             os.unlink(address)
-
-
-# How often a server checks its socket while no connection comes.
-_SERVER_WAKE_S = 30.0
 
 
 def _served(connection) -> None:
