@@ -201,9 +201,13 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     if run['event'] == 'pull_request' and paths != [folder / ARTIFACT]:
         raise MrbotError(f'artifact rejected: a pull_request run leaves one {ARTIFACT} at the top of its artifact, '
                          f'not {len(paths)} in subfolders')
+    refused = []
     if len(paths) > MAX_ARTIFACTS:
-        raise MrbotError(f'artifact rejected: the run left {len(paths)} artifacts, where a command leaves at most '
-                         f'{MAX_ARTIFACTS}')
+        # the uploads' own files lie shallowest; what a job's code added beside them is what goes unread
+        paths.sort(key=lambda path: (len(path.relative_to(folder).parts), str(path)))
+        refused.append(f'artifact rejected: the run left {len(paths)} artifacts, where a command leaves at most '
+                       f'{MAX_ARTIFACTS}: {len(paths) - MAX_ARTIFACTS} not read')
+        paths = paths[:MAX_ARTIFACTS]
     if run['event'] != 'pull_request' and event.signing_key is None:
         # which command was accepted is only known from signed markers
         raise MrbotError(f"a {run['event']} run's results are posted only against the bot's signed replies: set the "
@@ -218,18 +222,23 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
     def accepted_on(pr: int) -> list[dict]:
         return commands.markers(bot_bodies(notes_on(pr)), 'accepted', event.seal(forge.name, pr))
 
-    read, refused = [], []
+    read = []
     for path in paths:
         try:
             read.append(read_artifact(path.parent))
         except MrbotError as error:
             refused.append(str(error))
-    # one run answers one pull request: artifacts naming several would each cost reads of another
-    if len({artifact['pr'] for artifact in read}) > 1:
-        named = ', '.join(f'#{pr}' for pr in sorted({artifact['pr'] for artifact in read}))
-        raise MrbotError(f"artifact rejected: the run's artifacts name {named}, where one run answers one pull request")
+    # one run answers one pull request, the one its accepted replies name (the job that writes them runs no PR code):
+    # an artifact naming another would cost reads of that one, and is refused alone, so that the rest still post
+    answered = {artifact['pr'] for artifact in read if artifact['kind'] == 'accepted'}
+    if len(answered) > 1:
+        raise MrbotError(f"artifact rejected: the run's accepted replies name "
+                         f"{', '.join(f'#{pr}' for pr in sorted(answered))}, where one run answers one pull request")
+    pr = next(iter(answered), read[0]['pr'] if read else None)
+    refused += [f"artifact rejected: it names #{artifact['pr']}, but the run answers #{pr}"
+                for artifact in read if artifact['pr'] != pr]
     valid = []
-    for artifact in read:
+    for artifact in [artifact for artifact in read if artifact['pr'] == pr]:
         try:
             validate_for_run(forge, run, artifact, accepted_on)
         except Superseded as reason:

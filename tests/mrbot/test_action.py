@@ -899,26 +899,44 @@ def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_p
     assert len(bot.server.check_runs) == 1 and edits() == before and len(bot.server.requests) == requests
 
 
-def test_a_command_run_answers_one_pull_request_and_leaves_a_bounded_number_of_artifacts(bot, capsys):
-    # a run's code writes its artifacts: naming many PRs, or leaving many files, would buy reads on the token
-    folder = bot.tmp / 'results'
-    result = {'schema': 1, 'kind': 'result', 'sha': bot.head, 'purpose': 'bench-hopper', 'body': 'x', 'run': '88'}
-    for pr in (bot.number, bot.number + 1):
-        (folder / f'pr{pr}').mkdir(parents=True)
-        (folder / f'pr{pr}' / ARTIFACT).write_text(json.dumps({**result, 'pr': pr}))
+# A pull request of the repository other than the fixture's, named by an artifact its run did not answer.
+OTHER_PR = 4321
+
+
+def _beside_a_result(kind: str, folder: Path, result: dict) -> str:
+    """What a GPU job's code may write beside its result: an artifact for another PR, or more files than a command
+    leaves; the refusal each earns."""
+    if kind == 'another-pr':
+        (folder / 'other').mkdir()
+        (folder / 'other' / ARTIFACT).write_text(json.dumps({**result, 'body': 'junk', 'pr': OTHER_PR}))
+        return f"it names #{OTHER_PR}, but the run answers #{result['pr']}"
+    for number in range(MAX_ARTIFACTS):
+        (folder / f'copy{number}').mkdir()
+        (folder / f'copy{number}' / ARTIFACT).write_text('{}')
+    return f'artifacts, where a command leaves at most {MAX_ARTIFACTS}'
+
+
+@pytest.mark.parametrize('kind', ['another-pr', 'many-files'])
+def test_what_a_job_writes_beside_its_result_is_refused_alone(bot, capsys, kind):
+    # reading another PR, or many files, would cost the token's quota; refusing the whole run would lose the other
+    # runner's result and hold the PR's queue: the files are refused alone, and the rest posts and frees the queue
+    downloaded = bot.tmp / 'downloaded'
+    bot.act('issue_comment', bot.comment_payload('/bench scale --on hopper blackwell'), '--artifact',
+            str(downloaded / 'mrbot-accepted'), run_id=601)
+    result = {'schema': 1, 'kind': 'result', 'sha': bot.head, 'run': '601', 'check': None, 'pr': bot.number}
+    for runner in ('hopper', 'blackwell'):
+        (downloaded / f'mrbot-result-{runner}').mkdir(parents=True)
+        (downloaded / f'mrbot-result-{runner}' / ARTIFACT).write_text(json.dumps(
+            {**result, 'purpose': f'bench-{runner}', 'body': f'{runner} numbers'}))
+    refusal = _beside_a_result(kind, downloaded / 'mrbot-result-hopper', {**result, 'purpose': 'bench-hopper'})
     requests = len(bot.server.requests)
     capsys.readouterr()
-    assert bot.act('workflow_run', bot.command_run(88), '--artifact', str(folder))[0] == 2
-    assert (f"the run's artifacts name #{bot.number}, #{bot.number + 1}, where one run answers one pull request"
-            in capsys.readouterr().err)
-    many = bot.tmp / 'many'
-    for number in range(MAX_ARTIFACTS + 1):
-        (many / f'copy{number}').mkdir(parents=True)
-        (many / f'copy{number}' / ARTIFACT).write_text(json.dumps({**result, 'pr': bot.number}))
-    assert bot.act('workflow_run', bot.command_run(88), '--artifact', str(many))[0] == 2
-    assert f'the run left {MAX_ARTIFACTS + 1} artifacts, where a command leaves at most {MAX_ARTIFACTS}' in \
-        capsys.readouterr().err
-    assert not [path for method, path in bot.server.requests[requests:] if method == 'GET' and '/pulls/' in path]
+    assert bot.act('workflow_run', bot.command_run(601), '--artifact', str(downloaded))[0] == 2
+    assert refusal in capsys.readouterr().err
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert any('hopper numbers' in body for body in bodies) and any('blackwell numbers' in body for body in bodies)
+    assert [marker['run'] for marker in commands.markers(bodies, 'done', bot.seal)] == ['601']
+    assert not [path for _, path in bot.server.requests[requests:] if f'/{OTHER_PR}' in path]
 
 
 def test_a_report_for_another_pr_with_the_same_head_is_rejected(bot, capsys):
