@@ -1,7 +1,13 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-# The recorded loop on chunk_simple_gla on a GPU machine: bash scripts/gpu_loop.sh STEP...; each step under its own time limit, logs in $OUT.
+# A recorded loop on a GPU machine: bash scripts/gpu_loop.sh STEP...; each step under its own time limit, logs in $OUT.
+# LOOP_OP and LOOP_SHAPES choose the op (chunk_simple_gla by default); a try named NAME applies .gpu/tries/NAME.patch
+# (carried, noted by .gpu/tries/NAME.note) where it exists, else the edit of scripts/loop_candidates.py of that name.
 export PYTHONUNBUFFERED=1
+OP=${LOOP_OP:-chunk_simple_gla}
+SHAPES=${LOOP_SHAPES:-B8-T2048-H16-K128 B4-T4096-H32-K64}
+BOUND=${LOOP_BOUND:-"latency-bound: each program walks its chunks in order, a chain of dependent steps per chunk with about two programs per SM (docs/performance.md); the forward's warp and stage space does not move it"}
+TRIES=$PWD/.gpu/tries
 M="python3 -m mrbot.cli"
 G="-c user.name=gpu -c user.email=gpu@localhost"
 step() { echo "== $1 $(date -u +%T)"; }
@@ -23,11 +29,15 @@ for s in "$@"; do
         git log --oneline -2; git clone -q . /tmp/loop && git -C /tmp/loop status --short
       fi ;;
     start)
-      step start; timeout -s INT 420 $M loop start --op chunk_simple_gla --shapes B8-T2048-H16-K128 B4-T4096-H32-K64 --rounds 10 --gate-workers 12 ;;
+      step start; timeout -s INT 540 $M loop start --op $OP --shapes $SHAPES --rounds 10 --gate-workers 12 ;;
     try-*)
-      name=${s#try-}; step "$s"; git checkout -q -- fla; python3 scripts/loop_candidates.py $name || exit 1
-      note=$(case $name in slower) echo "copy q before the forward (deliberately slower)";; neutral) echo "a comment in the forward kernel (neutral)";; configs) echo "forward autotune over 2-8 warps and 2-4 stages";; esac)
-      timeout -s INT 370 $M loop try --note "$note"; git checkout -q -- fla ;;
+      name=${s#try-}; step "$s"; git checkout -q -- fla
+      if [ -f $TRIES/$name.patch ]; then git apply $TRIES/$name.patch || exit 1; note=$(head -1 $TRIES/$name.note)
+      else
+        python3 scripts/loop_candidates.py $name || exit 1
+        note=$(case $name in slower) echo "copy q before the forward (deliberately slower)";; neutral) echo "a comment in the forward kernel (neutral)";; configs) echo "forward autotune over 2-8 warps and 2-4 stages";; esac)
+      fi
+      timeout -s INT 540 $M loop try --note "$note"; git checkout -q -- fla ;;
     status) step status; $M loop status; $M loop status --format json > $OUT/status.json ;;
     end)
       # promote the try with the best geomean among the faster ones; with none, the loop ends in a no-go
@@ -35,8 +45,8 @@ for s in "$@"; do
 import json, sys
 faster = [t for t in json.load(sys.stdin)['tries'] if t['verdict'] == 'faster']
 print(max(faster, key=lambda t: t['speedup'])['number'] if faster else '')")
-      if [ -n "$best" ]; then timeout -s INT 300 $M loop promote "$best"
-      else $M loop no-go --bound "latency-bound: each program walks its chunks in order, a chain of dependent steps per chunk with about two programs per SM (docs/performance.md); the forward's warp and stage space does not move it"
+      if [ -n "$best" ]; then timeout -s INT 540 $M loop promote "$best"
+      else $M loop no-go --bound "$BOUND"
       fi ;;
     claim) step claim; $M loop claim > $OUT/claim.md; cat $OUT/claim.md ;;
   esac
