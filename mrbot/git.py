@@ -73,6 +73,11 @@ def resolve(root: Path, ref: str) -> str:
         raise MrbotError(f"unknown revision '{ref}': expected a branch, tag or commit of this repository") from None
 
 
+def files_of(root: Path, sha: str) -> str:
+    """The sha of the tree of commit `sha`: the same for two commits that hold the same files."""
+    return run_git(root, 'rev-parse', f'{sha}^{{tree}}').decode().strip()
+
+
 def current_branch(root: Path) -> str | None:
     """The checked-out branch, or None on a detached HEAD."""
     return run_git(root, 'branch', '--show-current').decode().strip() or None
@@ -144,8 +149,7 @@ def snapshot(root: Path, message: str) -> str:
 
 def same_tree(root: Path, a: str, b: str) -> bool:
     """Whether commits `a` and `b` hold the same files."""
-    trees = run_git(root, 'rev-parse', f'{a}^{{tree}}', f'{b}^{{tree}}').split()
-    return trees[0] == trees[1]
+    return files_of(root, a) == files_of(root, b)
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:

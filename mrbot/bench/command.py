@@ -8,12 +8,14 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from importlib import metadata
 from pathlib import Path
 
 from mrbot import git
@@ -32,6 +34,7 @@ from mrbot.records import (
     BenchRun,
     FileRun,
     Gate,
+    JsonObject,
     Machine,
     MrbotError,
     Revision,
@@ -50,10 +53,13 @@ PLAUSIBLE_SPEEDUP = 3.0
 
 
 class BenchInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped the rounds: `run` is the record of those that finished, its workers already gone."""
+    """Ctrl-C or SIGTERM stopped the timing: `gate` is how the gate ended, `run` the record of the rounds that finished
+    (None before the first did), its workers already gone."""
 
-    def __init__(self, run: BenchRun, rounds: int) -> None:
-        super().__init__(f'{run.rounds} of {plural(rounds, "round")} finished')
+    def __init__(self, gate: Gate, run: BenchRun | None, rounds: int) -> None:
+        super().__init__(f'{run.rounds} of {plural(rounds, "round")} finished' if run is not None
+                         else 'stopped before the first round finished: nothing timed to keep')
+        self.gate = gate
         self.run = run
 
 
@@ -104,12 +110,29 @@ def _choose_ops(request: BenchRequest, workspace: Workspace, base: str | None) -
     return specs
 
 
-def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool,
+def _versions() -> list[str]:
+    """The versions of the kernel stack a gate ran on."""
+    return [f'{name} {metadata.version(name)}' for name in ('torch', 'triton')]
+
+
+def _kept_gate(home: Path, root: Path, request: BenchRequest, files: list[str], device: str) -> Path | None:
+    """Where a passed gate of head is kept, for its commit's files on this device under the same dispatch, variables
+    and test selection; None for a working tree with changes, which no commit names."""
+    head = git.resolve(root, 'HEAD')
+    if git.changed_paths(root, head, None):
+        return None
+    key = json.dumps([git.files_of(root, head), device, _versions(), request.dispatch,
+                      sorted(request.environment), request.gate_k, files])
+    return home / STATE / 'gates' / f'{hashlib.sha256(key.encode()).hexdigest()[:32]}.json'
+
+
+def _gate(request: BenchRequest, root: Path, home: Path, ops: list[OpSpec], changed: list[str], device: str,
           earlier: list[FileRun], quiet: bool) -> Gate:
     """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone.
 
     `earlier` are whole-file runs of this head on this device with dispatch off (`mrbot prepare`'s test step); a gate
-    file among them is not run again.
+    file among them is not run again. A gate that passed for the same files on this device is kept in `home`'s state
+    and not run again: a timing stopped after its gate resumes at the timing.
     """
     files = sorted({spec.gate for spec in ops if spec.gate})
     contract = set(files) | {f'{op_folder(root, spec)}/naive.py' for spec in ops}
@@ -117,6 +140,11 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
                 partial=bool(request.gate_k), changed_contract=tuple(sorted(contract & set(changed))))
     if not request.gate or not files:
         return gate
+    kept = _kept_gate(home, root, request, files, device)
+    if kept is not None and kept.is_file():
+        passed = Gate.from_json(JsonObject.load(kept, 'a kept gate'))
+        say(f'gate: passed for these files on this device in {passed.seconds} s earlier; not run again', quiet)
+        return replace(passed, frozen_ok=gate.frozen_ok, changed_contract=gate.changed_contract, reused=tuple(files))
     pytest_args = (('-k', request.gate_k) if request.gate_k else ()) + xdist_args(request.gate_workers, '--gate-workers')
     # the gate checks what is timed: the same dispatch and variables, so a backend served while timing is the one tested
     reusable = not request.gate_k and request.dispatch == 'off' and not request.environment
@@ -124,14 +152,19 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
     missing = [f for f in files if f not in {r.file for r in reused}]
     say(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
         + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), quiet)
+    interpret = not device.startswith('compiled')
     runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,
                                            title='gate', interpret=interpret, pytest_args=pytest_args,
                                            environment=dict(request.environment)) if missing else [])
     passed = all(r.ok for r in runs)
     seconds = round(sum(r.duration for r in runs), 1)
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
-    return replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
+    gate = replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
                    reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]))
+    if passed and kept is not None and not interpret:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(gate.to_json()))
+    return gate
 
 
 def _runner_profile(root: Path, gpu: str) -> Path:
@@ -235,14 +268,17 @@ def _machine(info: dict, start: dict[str, str], ceilings: dict | None, evidence:
 
 
 def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence[FileRun] = (),
-            quiet: bool = False) -> BenchRun:
+            quiet: bool = False, home: Path | None = None) -> BenchRun:
     """One bench run as its record: paired with `request.base` (or `aa`), else of the working tree alone.
 
     `earlier_tests` are test files this head already ran on this device (`mrbot prepare` runs the dependent tests
-    before timing); the gate reuses them instead of running those files again. Progress goes to stderr unless `quiet`.
-    Ctrl-C or SIGTERM during the rounds raises BenchInterrupted with the finished rounds' record.
+    before timing); the gate reuses them instead of running those files again. `home` is the repository whose state
+    keeps the base's checkout, each side's compiled kernels and the passed gates (the workspace's own by default; a
+    loop's, whose tries each have a checkout). Progress goes to stderr unless `quiet`. Ctrl-C or SIGTERM after the
+    gate raises BenchInterrupted with the gate and the finished rounds' record.
     """
     root = workspace.root
+    home = home or root
     require_kernel_stack('mrbot bench')
     if not workspace.specs:
         raise MrbotError('no benchmarkable ops: declare them in [tool.mrbot.bench.ops.<name>] of pyproject.toml')
@@ -253,23 +289,30 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     device = device_label()
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
-    gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
+    gate = _gate(request, root, home, ops, changed, device, list(earlier_tests), quiet)
     environment = {**dict(request.environment), 'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
     head_sha = git.resolve(root, 'HEAD')
     dirty = bool(git.changed_paths(root, head_sha, None))
-    if request.aa:
-        trees = [('base', git.worktree(root, base_sha)), ('head', git.worktree(root, base_sha))]
-    elif base_sha:
-        trees = [('base', git.worktree(root, base_sha)), ('head', root)]
+    # (side, checkout, its files): a side that is a commit keeps its compiled kernels under its tree's sha, so a base
+    # timed again, or a candidate whose timing was stopped, compiles nothing twice; a changed working tree under `head`;
+    # the two sides of one run never share a cache, not even in an A/A run
+    head = ('head', root, None if dirty else git.files_of(root, head_sha))
+    if base_sha:
+        base_tree = git.files_of(home, base_sha)
+        base = ('base', git.worktree(home, base_sha), base_tree)
+        trees = [base, ('head', base[1], base_tree) if request.aa else head]
     else:
-        trees = [('head', root)]
+        trees = [head]
     sides: list[Side] = []
     stopped = False
     try:
-        for name, tree in trees:
-            sides.append(start_side(name, tree, root / STATE / 'bench' / name, environment))
+        for name, tree, files in trees:
+            state = home / STATE / 'bench' / (files[:12] if files else name)
+            if sides and state == sides[0].log.parent:
+                state = state.with_name(f'{state.name}-{name}')
+            sides.append(start_side(name, tree, state, environment))
         setup = {'cmd': 'setup', 'specs': [asdict(s) for s in ops], 'seed': 0,
                  'rows': [row.to_worker() for row in planned], 'timing': 'eager' if request.eager else 'graph',
                  'warmup_ms': request.warmup_ms, 'rep_ms': request.rep_ms}
@@ -288,7 +331,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
         stopped = finished < request.rounds
     except KeyboardInterrupt:
         stopped = True
-        raise KeyboardInterrupt('stopped before the first round finished: nothing timed to keep') from None
+        raise BenchInterrupted(gate, None, request.rounds) from None
     finally:
         for side in sides:
             if stopped:
@@ -318,7 +361,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
                       Revision('HEAD (A/A: base again)', base_sha) if request.aa
                       else Revision('working tree', head_sha, dirty))
     if stopped:
-        raise BenchInterrupted(run, request.rounds)
+        raise BenchInterrupted(gate, run, request.rounds)
     if request.ncu:
         plan = planned[0]
         run_name = f'{head_sha[:12]}-{plan.op}-{plan.mode}-{plan.shape.name}'
@@ -373,6 +416,8 @@ def _bench(args: argparse.Namespace) -> int:
     try:
         run = measure(request, workspace, quiet=args.quiet)
     except BenchInterrupted as stopped:
+        if stopped.run is None:
+            raise KeyboardInterrupt(str(stopped)) from None
         print(format_table(stopped.run), end='')
         if output is not None:
             write_record(output, stopped.run.to_json(), '--json')

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.bench.command import PLAUSIBLE_SPEEDUP, measure
+from mrbot.bench.command import PLAUSIBLE_SPEEDUP, BenchInterrupted, measure
 from mrbot.check import evaluate
 from mrbot.loop.claim import claim, no_go
 from mrbot.loop.contract import freeze
-from mrbot.loop.records import FROZEN, IMPLAUSIBLE, NOT_REPEATED, Loop, Plan, Reason, Try
+from mrbot.loop.records import FROZEN, IMPLAUSIBLE, INTERRUPTED, NOT_REPEATED, Loop, Plan, Reason, Try
 from mrbot.progress import say
 from mrbot.records import BenchRun, ChangeSet, MrbotError
 from mrbot.rules import all_rules
@@ -68,7 +68,7 @@ def start(root: Path, store: Store, plan: Plan, command: tuple[str, ...], quiet:
     contract = freeze(tree, spec, workspace.config)
     say(f'loop: contract frozen at {baseline_sha[:12]}: {len(contract.files)} files, '
         f'{len(contract.functions)} comparison functions; timing the baseline', quiet)
-    baseline = measure(plan.request(None, command), workspace, quiet=quiet)
+    baseline = measure(plan.request(None, command), workspace, quiet=quiet, home=root)
     if baseline.gate.status == 'failed':
         raise MrbotError(f"the baseline's gate fails ({', '.join(baseline.gate.failures[:3])}): a loop starts from a "
                          'green baseline; fix it first')
@@ -133,8 +133,23 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
         matrix = compile_change(workspace, [f.path for f in change.files], quiet=quiet)
         reasons, verdict_of_try = _findings(change, workspace, ('CMP',), matrix), 'red'
     if not reasons:
-        run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet)
+        try:
+            run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
+        except BenchInterrupted as stopped:
+            # kept with its gate: the same commit tried again, here or on a machine restored from the store, is timed
+            # without gating it again (the passed gate is kept in the loop's state)
+            gate = 'the gate passed' if stopped.gate.status == 'passed' else f'the gate {stopped.gate.status}'
+            kept = _keep(root, store, loop, sha, note, diff, 'interrupted',
+                         [Reason(INTERRUPTED, '', 0, f'{gate}, then the timing stopped: {stopped}; `mrbot loop try '
+                                                     f'--commit {sha[:12]}` times it again')], stopped.run)
+            raise KeyboardInterrupt(f'{stopped}; kept as try {kept.number} ({gate})') from None
         verdict_of_try, reasons = verdict(run)
+    return _keep(root, store, loop, sha, note, diff, verdict_of_try, reasons, run)
+
+
+def _keep(root: Path, store: Store, loop: Loop, sha: str, note: str, diff: str, verdict_of_try: str,
+          reasons: list[Reason], run: BenchRun | None) -> Try:
+    """Store a try of `loop` and keep its commit under the loop's refs."""
     number = store.add_try(loop.id, sha, note, diff, verdict_of_try, [r.to_json() for r in reasons], run)
     git.keep(root, _ref(loop.id, f'try-{number}'), sha)
     return Try.from_row(store.tries(loop.id)[number - 1])
@@ -153,7 +168,7 @@ def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[st
                          'promoted')
     say(f'loop: re-measuring try {number} ({chosen.sha[:12]}) against the baseline in a fresh run', quiet)
     workspace = Workspace.load(git.worktree(root, chosen.sha))
-    run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet)
+    run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
     again, reasons = verdict(run)
     if again != 'faster' and not reasons:
         reasons = [Reason(NOT_REPEATED, '', 0, f'the fresh run of try {number} is {again}, not faster')]

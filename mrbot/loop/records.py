@@ -12,20 +12,23 @@ from mrbot.loop.contract import Contract
 from mrbot.records import BENCH_DISPATCH, BenchRequest, BenchRun, JsonObject, parse_environment
 from mrbot.store import FILE, LoopRow, TryRow
 
-# What a try came to: refused before running (frozen contract, gaming rule), red (compile or gate), held for review
-# (an implausible speed-up), or the bench's judgement across the timed rows.
-TRY_VERDICTS = ('refused', 'red', 'held', 'faster', 'slower', 'mixed', 'same', 'noisy')
+# What a try came to: refused before running (frozen contract, gaming rule), red (compile or gate), interrupted (its
+# timing stopped), held for review (an implausible speed-up), or the bench's judgement across the timed rows.
+TRY_VERDICTS = ('refused', 'red', 'interrupted', 'held', 'faster', 'slower', 'mixed', 'same', 'noisy')
 # The verdicts of tries whose numbers count: timed on a green gate and not held.
-COUNTED = TRY_VERDICTS[3:]
+COUNTED = TRY_VERDICTS[4:]
 # The ids of the loop's own refusals, beside the rule ids of `mrbot rules` (docs/loop.md documents both).
 FROZEN = 'LOOP001'
 IMPLAUSIBLE = 'LOOP002'
 NOT_REPEATED = 'LOOP003'
+# The reason of a try whose timing was stopped (Ctrl-C, SIGTERM, a time limit), like 'gate' of a red one.
+INTERRUPTED = 'timing'
 
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a try was refused, red or held: a rule id (GAME001, GATE002, CMP001, LOOP001, or 'gate'), where, and what."""
+    """Why a try was refused, red, interrupted or held: a rule id (GAME001, GATE002, CMP001, LOOP001, or 'gate' or
+    'timing'), where, and what."""
 
     rule: str
     path: str

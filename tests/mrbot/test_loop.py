@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from mrbot.bench import command
 from mrbot.cli import main
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import Plan
@@ -187,6 +188,44 @@ def test_on_cpu_numbers_are_no_win_and_the_loop_says_what_it_freezes(repo, monke
                                                      'can be promoted\n')
     assert _loop(capsys, 'try', '-q')[2].endswith('the candidate is the baseline itself: change the kernel first (a '
                                                   'try is one change)\n')
+
+
+def test_a_try_stopped_while_timing_is_kept_and_timed_again_without_its_gate(repo, monkeypatch, capsys,
+                                                                              stand_in_gpu):
+    """A GPU machine's time limit stops a try after its gate: the try is in the record, and the same commit tried
+    again on the next machine call goes straight to the timing, with the base's kernels compiled once for the loop."""
+    repo.commit(files(BASELINE_DELAY))
+    monkeypatch.chdir(repo.root)
+    assert _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3', '-q')[0] == 0
+    gated = []
+    run_gate = command.execute_with_progress
+    monkeypatch.setattr(command, 'execute_with_progress', lambda files, *a, **k: gated.append(files) or run_gate(
+        files, *a, **k))
+    interleave = command.interleave
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, 'interleave', stopped)
+    repo.write({CHUNK: _kernel(BASELINE_DELAY / 2)})
+    code, _, err = _loop(capsys, 'try', '-q', '--note', 'half the delay')
+    repo.git('checkout', '-q', '--', '.')
+    assert code == 130 and gated == [['tests/ops/test_product.py']]
+    assert err.endswith('stopped before the first round finished: nothing timed to keep; kept as try 1 (the gate '
+                        'passed)\n')
+    status = json.loads(_loop(capsys, 'status', '--format', 'json')[1])
+    (stopped_try,) = status['tries']
+    assert stopped_try['verdict'] == 'interrupted' and stopped_try['gate'] == 'not run'
+    assert f"`mrbot loop try --commit {stopped_try['sha'][:12]}` times it again" in stopped_try['reasons'][0]['message']
+
+    monkeypatch.setattr(command, 'interleave', interleave)
+    code, out, err = _loop(capsys, 'try', '--commit', stopped_try['sha'], '--note', 'half the delay, timed')
+    assert code == 0 and 'try 2' in out and ': faster' in out
+    assert gated == [['tests/ops/test_product.py']] and 'not run again' in err
+    # one compile cache for the base across the loop's tries, in the loop's repository, not in a try's checkout
+    trees = {repo.git('rev-parse', f'{sha}^{{tree}}')[:12] for sha in ('HEAD', stopped_try['sha'])}
+    assert {p.name for p in (repo.root / '.mrbot' / 'bench').iterdir()} == trees
+    assert not list((repo.root / '.mrbot' / 'worktrees').glob('*/.mrbot/bench'))
 
 
 def test_a_plan_keeps_its_dispatch_and_variables_and_reads_older_plans():
