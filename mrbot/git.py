@@ -135,6 +135,15 @@ def worktree(root: Path, sha: str) -> Path:
     return path
 
 
+def pristine_worktree(root: Path, sha: str) -> Path:
+    """`worktree(root, sha)` holding exactly the commit's files: whatever ran since as the same user (a candidate's
+    code) may have changed, added or left beside them, bytecode included, is put back or removed."""
+    path = worktree(root, sha)
+    run_git(path, 'reset', '-q', '--hard', sha)
+    run_git(path, 'clean', '-q', '-ffdx')
+    return path
+
+
 def snapshot(root: Path, message: str) -> str:
     """The working tree as a commit on top of HEAD, untracked files included and ignored ones not, made with a
     separate index so that neither the user's index nor any branch moves; its sha."""

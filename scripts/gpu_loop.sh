@@ -3,7 +3,7 @@
 # A recorded loop on a GPU machine: bash scripts/gpu_loop.sh STEP...; each step under its own time limit, logs in $OUT.
 # LOOP_OP and LOOP_SHAPES choose the op (chunk_simple_gla by default); a try named NAME applies .gpu/tries/NAME.patch
 # (carried, noted by .gpu/tries/NAME.note) where it exists, else the edit of scripts/loop_candidates.py of that name; a
-# try stopped by the time limit is run again by the same step, which times it without gating the same files again.
+# try stopped by the time limit is run again by the same step: its gate runs again, its kernels stay compiled.
 export PYTHONUNBUFFERED=1
 OP=${LOOP_OP:-chunk_simple_gla}
 SHAPES=${LOOP_SHAPES:-B8-T2048-H16-K128 B4-T4096-H32-K64}
@@ -23,8 +23,7 @@ for s in "$@"; do
       elif [ -f .gpu/loop.bundle ]; then
         # a machine given back between calls: the loop comes back from what the last call returned (carry .gpu)
         git clone -q .gpu/loop.bundle /tmp/loop && git -C /tmp/loop fetch -q "$PWD/.gpu/loop.bundle" 'refs/mrbot/*:refs/mrbot/*' \
-          && mkdir -p /tmp/loop/.mrbot/gates && cp .gpu/history.sqlite3 /tmp/loop/.mrbot/ \
-          && { cp .gpu/gates/*.json /tmp/loop/.mrbot/gates/ 2>/dev/null; echo "restored /tmp/loop from .gpu"; }
+          && mkdir -p /tmp/loop/.mrbot && cp .gpu/history.sqlite3 /tmp/loop/.mrbot/ && echo "restored /tmp/loop from .gpu"
       else
         git log --oneline -1 || { git init -q && git $G add -A && git $G commit -qm base; }
         git status --short | head -30; [ -z "$(git status --porcelain)" ] || { git $G add -A && git $G commit -qm "device: this session's uncommitted work"; }
@@ -52,9 +51,7 @@ print(max(faster, key=lambda t: t['speedup'])['number'] if faster else '')")
       fi ;;
     claim) step claim; $M loop claim > $OUT/claim.md; cat $OUT/claim.md ;;
   esac
-  # the store, the passed gates and the loop's commits leave the machine after every step: a machine given back keeps
-  # nothing, and a try stopped by the time limit resumes at its timing on the next
+  # the store and the loop's commits leave the machine after every step: a machine given back keeps nothing
   [ -f .mrbot/history.sqlite3 ] && python3 -c "import sqlite3,sys; s=sqlite3.connect('.mrbot/history.sqlite3'); d=sqlite3.connect(sys.argv[1]); s.backup(d); d.close()" $OUT/history.sqlite3
-  [ -d .mrbot/gates ] && mkdir -p $OUT/gates && cp .mrbot/gates/*.json $OUT/gates/ 2>/dev/null
   [ "$s" = setup ] || git bundle create -q $OUT/loop.bundle --all
 done

@@ -8,14 +8,12 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from importlib import metadata
 from pathlib import Path
 
 from mrbot import git
@@ -24,7 +22,7 @@ from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, op_folder, touched_ops
-from mrbot.config import STATE
+from mrbot.config import STATE, state_dir
 from mrbot.progress import Progress, say
 from mrbot.records import (
     BENCH_DISPATCH,
@@ -34,7 +32,6 @@ from mrbot.records import (
     BenchRun,
     FileRun,
     Gate,
-    JsonObject,
     Machine,
     MrbotError,
     Revision,
@@ -110,29 +107,12 @@ def _choose_ops(request: BenchRequest, workspace: Workspace, base: str | None) -
     return specs
 
 
-def _versions() -> list[str]:
-    """The versions of the kernel stack a gate ran on."""
-    return [f'{name} {metadata.version(name)}' for name in ('torch', 'triton')]
-
-
-def _kept_gate(home: Path, root: Path, request: BenchRequest, files: list[str], device: str) -> Path | None:
-    """Where a passed gate of head is kept, for its commit's files on this device under the same dispatch, variables
-    and test selection; None for a working tree with changes, which no commit names."""
-    head = git.resolve(root, 'HEAD')
-    if git.changed_paths(root, head, None):
-        return None
-    key = json.dumps([git.files_of(root, head), device, _versions(), request.dispatch,
-                      sorted(request.environment), request.gate_k, files])
-    return home / STATE / 'gates' / f'{hashlib.sha256(key.encode()).hexdigest()[:32]}.json'
-
-
-def _gate(request: BenchRequest, root: Path, home: Path, ops: list[OpSpec], changed: list[str], device: str,
+def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool,
           earlier: list[FileRun], quiet: bool) -> Gate:
     """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone.
 
     `earlier` are whole-file runs of this head on this device with dispatch off (`mrbot prepare`'s test step); a gate
-    file among them is not run again. A gate that passed for the same files on this device is kept in `home`'s state
-    and not run again: a timing stopped after its gate resumes at the timing.
+    file among them is not run again.
     """
     files = sorted({spec.gate for spec in ops if spec.gate})
     contract = set(files) | {f'{op_folder(root, spec)}/naive.py' for spec in ops}
@@ -140,11 +120,6 @@ def _gate(request: BenchRequest, root: Path, home: Path, ops: list[OpSpec], chan
                 partial=bool(request.gate_k), changed_contract=tuple(sorted(contract & set(changed))))
     if not request.gate or not files:
         return gate
-    kept = _kept_gate(home, root, request, files, device)
-    if kept is not None and kept.is_file():
-        passed = Gate.from_json(JsonObject.load(kept, 'a kept gate'))
-        say(f'gate: passed for these files on this device in {passed.seconds} s earlier; not run again', quiet)
-        return replace(passed, frozen_ok=gate.frozen_ok, changed_contract=gate.changed_contract, reused=tuple(files))
     pytest_args = (('-k', request.gate_k) if request.gate_k else ()) + xdist_args(request.gate_workers, '--gate-workers')
     # the gate checks what is timed: the same dispatch and variables, so a backend served while timing is the one tested
     reusable = not request.gate_k and request.dispatch == 'off' and not request.environment
@@ -152,19 +127,14 @@ def _gate(request: BenchRequest, root: Path, home: Path, ops: list[OpSpec], chan
     missing = [f for f in files if f not in {r.file for r in reused}]
     say(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
         + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), quiet)
-    interpret = not device.startswith('compiled')
     runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,
                                            title='gate', interpret=interpret, pytest_args=pytest_args,
                                            environment=dict(request.environment)) if missing else [])
     passed = all(r.ok for r in runs)
     seconds = round(sum(r.duration for r in runs), 1)
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
-    gate = replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
+    return replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
                    reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]))
-    if passed and kept is not None and not interpret:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        kept.write_text(json.dumps(gate.to_json()))
-    return gate
 
 
 def _runner_profile(root: Path, gpu: str) -> Path:
@@ -273,9 +243,9 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
 
     `earlier_tests` are test files this head already ran on this device (`mrbot prepare` runs the dependent tests
     before timing); the gate reuses them instead of running those files again. `home` is the repository whose state
-    keeps the base's checkout, each side's compiled kernels and the passed gates (the workspace's own by default; a
-    loop's, whose tries each have a checkout). Progress goes to stderr unless `quiet`. Ctrl-C or SIGTERM after the
-    gate raises BenchInterrupted with the gate and the finished rounds' record.
+    keeps the base's checkout, each side's compiled kernels, the machine's ceilings and its A/A noise (the workspace's
+    own by default; a loop's, whose tries each have a checkout). Progress goes to stderr unless `quiet`. Ctrl-C or
+    SIGTERM after the gate raises BenchInterrupted with the gate and the finished rounds' record.
     """
     root = workspace.root
     home = home or root
@@ -289,7 +259,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     device = device_label()
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
-    gate = _gate(request, root, home, ops, changed, device, list(earlier_tests), quiet)
+    gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
     environment = {**dict(request.environment), 'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
@@ -301,7 +271,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     head = ('head', root, None if dirty else git.files_of(root, head_sha))
     if base_sha:
         base_tree = git.files_of(home, base_sha)
-        base = ('base', git.worktree(home, base_sha), base_tree)
+        base = ('base', git.pristine_worktree(home, base_sha), base_tree)
         trees = [base, ('head', base[1], base_tree) if request.aa else head]
     else:
         trees = [head]
@@ -309,9 +279,10 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     stopped = False
     try:
         for name, tree, files in trees:
-            state = home / STATE / 'bench' / (files[:12] if files else name)
-            if sides and state == sides[0].log.parent:
-                state = state.with_name(f'{state.name}-{name}')
+            folder = files[:12] if files else name
+            if sides and sides[0].log.parent.name == folder:
+                folder = f'{folder}-{name}'
+            state = state_dir(home, 'bench', folder)
             sides.append(start_side(name, tree, state, environment))
         setup = {'cmd': 'setup', 'specs': [asdict(s) for s in ops], 'seed': 0,
                  'rows': [row.to_worker() for row in planned], 'timing': 'eager' if request.eager else 'graph',
@@ -324,8 +295,8 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
             ceilings = None
             if evidence:
                 gpu = answers[-1]['machine']['gpu']
-                ceilings = cached_ceilings(root / STATE, gpu) or sides[-1].ask({'cmd': 'ceilings'})
-                store_ceilings(root / STATE, gpu, ceilings)
+                ceilings = cached_ceilings(home / STATE, gpu) or sides[-1].ask({'cmd': 'ceilings'})
+                store_ceilings(home / STATE, gpu, ceilings)
             finished = interleave(sides, request.rounds,
                                   lambda done, total: progress.finished(f'round {done}/{total} done ({size})'))
         stopped = finished < request.rounds
@@ -356,7 +327,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
         run = BenchRun(machine, tuple(rows), gate, finished, stopped, dtypes,
                        ref=Revision('working tree', head_sha, dirty))
     else:
-        run = _paired(request, root, rows, planned, sides[0], machine, gate, finished, stopped, dtypes,
+        run = _paired(request, home, rows, planned, sides[0], machine, gate, finished, stopped, dtypes,
                       Revision(request.base or 'HEAD', base_sha),
                       Revision('HEAD (A/A: base again)', base_sha) if request.aa
                       else Revision('working tree', head_sha, dirty))
@@ -371,11 +342,11 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     return run
 
 
-def _paired(request: BenchRequest, root: Path, rows: list[BenchRow], planned: list[_Planned], base_side: Side,
+def _paired(request: BenchRequest, home: Path, rows: list[BenchRow], planned: list[_Planned], base_side: Side,
             machine: Machine, gate: Gate, finished: int, stopped: bool, dtypes: dict, base: Revision,
             head: Revision) -> BenchRun:
     """The paired record: each row with the base's numbers and a verdict, and, for an A/A run, the runner's noise."""
-    noise_file = _runner_profile(root, machine.gpu)
+    noise_file = _runner_profile(home, machine.gpu)
     noise = json.loads(noise_file.read_text()) if noise_file.exists() and not request.aa else {}
     min_effects = [max(request.min_effect, noise.get(row.key, 0.0)) for row in rows]
     with_base = []

@@ -21,7 +21,7 @@ from mrbot.loop.claim import claim, no_go
 from mrbot.loop.contract import freeze
 from mrbot.loop.records import FROZEN, IMPLAUSIBLE, INTERRUPTED, NOT_REPEATED, Loop, Plan, Reason, Try
 from mrbot.progress import say
-from mrbot.records import BenchRun, ChangeSet, MrbotError
+from mrbot.records import BenchRun, ChangeSet, Gate, MrbotError
 from mrbot.rules import all_rules
 from mrbot.store import Store
 from mrbot.workspace import Workspace
@@ -91,11 +91,14 @@ def _findings(change: ChangeSet, workspace: Workspace, prefixes: tuple[str, ...]
             if f.severity == 'error']
 
 
+def _gate_failures(gate: Gate) -> list[Reason]:
+    return [Reason('gate', test, 0, 'failed') for test in gate.failures] or [Reason('gate', '', 0, 'the gate failed')]
+
+
 def verdict(run: BenchRun) -> tuple[str, list[Reason]]:
     """A timed try's verdict: red on a failed gate, held above the plausible speed-up, else the rows' judgement."""
     if run.gate.status == 'failed':
-        return 'red', [Reason('gate', test, 0, 'failed') for test in run.gate.failures] or [
-            Reason('gate', '', 0, 'the gate failed')]
+        return 'red', _gate_failures(run.gate)
     implausible = [row for row in run.rows if row.ratio and row.ratio < 1 / PLAUSIBLE_SPEEDUP]
     if implausible:
         return 'held', [Reason(IMPLAUSIBLE, '', 0, f'{row.mode} {row.shape.name} is {1 / row.ratio:.1f}x faster, '
@@ -136,13 +139,16 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
         try:
             run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
         except BenchInterrupted as stopped:
-            # kept with its gate: the same commit tried again, here or on a machine restored from the store, is timed
-            # without gating it again (the passed gate is kept in the loop's state)
-            gate = 'the gate passed' if stopped.gate.status == 'passed' else f'the gate {stopped.gate.status}'
-            kept = _keep(root, store, loop, sha, note, diff, 'interrupted',
-                         [Reason(INTERRUPTED, '', 0, f'{gate}, then the timing stopped: {stopped}; `mrbot loop try '
-                                                     f'--commit {sha[:12]}` times it again')], stopped.run)
-            raise KeyboardInterrupt(f'{stopped}; kept as try {kept.number} ({gate})') from None
+            # kept in the record; tried again, it compiles nothing the stopped try compiled (the sides' caches are kept
+            # by their files), but runs its gate again
+            if stopped.gate.status == 'failed':
+                outcome, why = 'red', _gate_failures(stopped.gate)
+            else:
+                outcome, why = 'interrupted', [Reason(INTERRUPTED, '', 0, f'the gate {stopped.gate.status}, then the '
+                                                      f'timing stopped: {stopped}; `mrbot loop try --commit {sha[:12]}` '
+                                                      'tries it again')]
+            kept = _keep(root, store, loop, sha, note, diff, outcome, why, stopped.run)
+            raise KeyboardInterrupt(f'{stopped}; kept as try {kept.number} ({outcome})') from None
         verdict_of_try, reasons = verdict(run)
     return _keep(root, store, loop, sha, note, diff, verdict_of_try, reasons, run)
 
