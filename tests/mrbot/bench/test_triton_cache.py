@@ -5,66 +5,82 @@ writes only its own folder."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip('triton')
+triton = pytest.importorskip('triton')
+tl = pytest.importorskip('triton.language')
+triton_cache = pytest.importorskip('mrbot.bench.triton_cache')
 
-KERNEL = '''import triton
-import triton.language as tl
 
-
-@triton.jit
+# a kernel as Triton compiles it: JITFunction itself, since the suite's interpreter would make `triton.jit` interpret it
 def scaled_copy(x, y, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
-'''
-# compiles the kernel for sm_90 as a launch would, through Triton's cache; prints the kernel's hash
-COMPILE = '''import sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from kernel import scaled_copy
-source = ASTSource(scaled_copy, {'x': '*fp32', 'y': '*fp32', 'n': 'i32', 'BLOCK': 'constexpr'}, {(3,): int(sys.argv[1])})
-print(triton.compile(source, target=GPUTarget('cuda', 90, 32)).hash)
-'''
-ROOT = Path(__file__).resolve().parents[3]
 
 
-def _compile(folder: Path, block: int, cache: Path, shared: Path | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith('TRITON_') and k != 'MRBOT_SHARED_TRITON_CACHE'}
-    env.update(TRITON_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join([str(folder), str(ROOT)]))
+def _compile(monkeypatch, block: int, cache: Path, shared: Path | None = None, repository: str | None = None) -> str:
+    """Compile the kernel for sm_90 as a launch would, through Triton's cache under `cache`, over `shared` if given,
+    in a job of `repository`; the kernel's hash."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    for name in ('TRITON_CACHE_MANAGER', triton_cache.SHARED, *triton_cache.REPOSITORY):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('TRITON_CACHE_DIR', str(cache))
     if shared is not None:
-        env.update(TRITON_CACHE_MANAGER='mrbot.bench.triton_cache:LayeredCache', MRBOT_SHARED_TRITON_CACHE=str(shared))
-    done = subprocess.run([sys.executable, '-c', COMPILE, str(block)], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip()
+        monkeypatch.setenv('TRITON_CACHE_MANAGER', 'mrbot.bench.triton_cache:LayeredCache')
+        monkeypatch.setenv(triton_cache.SHARED, str(shared))
+    if repository is not None:
+        monkeypatch.setenv('GITHUB_REPOSITORY', repository)
+    source = ASTSource(JITFunction(scaled_copy), {'x': '*fp32', 'y': '*fp32', 'n': 'i32', 'BLOCK': 'constexpr'}, {(3,): block})
+    return triton.compile(source, target=GPUTarget('cuda', 90, 32)).hash
 
 
 def _files(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob('*') if p.is_file()}
 
 
-def test_a_pull_requests_job_reads_the_shared_layer_and_writes_only_its_own(tmp_path):
-    (tmp_path / 'kernel.py').write_text(KERNEL)
+def test_a_pull_requests_job_reads_the_shared_layer_and_writes_only_its_own(tmp_path, monkeypatch):
     shared, job, later = tmp_path / 'shared', tmp_path / 'job', tmp_path / 'later-job'
-    # the default branch's own job fills the shared layer
-    trusted = _compile(tmp_path, 64, shared)
+    # the default branch's own job, under the user that owns the shared layer, fills it
+    trusted = _compile(monkeypatch, 64, shared)
     filled = _files(shared)
     assert filled
-    # a pull request's job: the default branch's kernel comes from the shared layer, compiled nowhere
-    assert _compile(tmp_path, 64, job, shared) == trusted
+    # the jobs of pull requests run as a user that cannot write it
+    monkeypatch.setattr(triton_cache, 'writable_by_job', lambda folder: False)
+    # the default branch's kernel comes from the shared layer, compiled nowhere
+    assert _compile(monkeypatch, 64, job, shared) == trusted
     assert _files(job) == {}
     # its own kernel (another block size: another hash) compiles into its folder, and the shared layer is as it was
-    own = _compile(tmp_path, 128, job, shared)
-    assert own != trusted
-    assert _files(job)
+    own = _compile(monkeypatch, 128, job, shared)
+    assert own != trusted and _files(job)
     assert _files(shared) == filled
     # a later job finds only what the trusted job left: the first job's kernel compiles anew there
-    assert _compile(tmp_path, 128, later, shared) == own
+    assert _compile(monkeypatch, 128, later, shared) == own
     assert _files(later) and _files(shared) == filled
+
+
+def test_a_shared_layer_the_job_could_write_is_not_read(tmp_path, monkeypatch, capsys):
+    shared, job = tmp_path / 'shared', tmp_path / 'job'
+    _compile(monkeypatch, 64, shared)
+    # the test's own folder: its user owns it, as a runner's user would own a folder it was told to share
+    _compile(monkeypatch, 64, job, shared)
+    assert capsys.readouterr().err.strip().endswith(
+        f"mrbot: MRBOT_SHARED_TRITON_CACHE: {shared} is writable by this job's user, so not read: a shared layer must "
+        'belong to another user (docs/ci.md)')
+    # compiled again in the job's folder: a binary in a folder the job can write could have come from any earlier job
+    assert _files(job)
+
+
+def test_each_repository_reads_only_its_own_subfolder(tmp_path, monkeypatch):
+    shared = tmp_path / 'shared'
+    trusted = _compile(monkeypatch, 64, shared / 'owner' / 'kernels')
+    (shared / 'owner' / 'other').mkdir()
+    monkeypatch.setattr(triton_cache, 'writable_by_job', lambda folder: False)
+    assert _compile(monkeypatch, 64, tmp_path / 'other-job', shared, 'owner/other') == trusted
+    assert _files(tmp_path / 'other-job')
+    assert _compile(monkeypatch, 64, tmp_path / 'job', shared, 'owner/kernels') == trusted
+    assert _files(tmp_path / 'job') == {}
