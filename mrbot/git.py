@@ -15,8 +15,10 @@ from pathlib import Path
 from mrbot.config import Config, parse_config, state_dir
 from mrbot.records import ChangedFile, ChangeSet, Commit, Hunk, MrbotError
 
-# Settings that make git's output independent of the user's configuration.
-_PLAIN = ('-c', 'core.quotePath=false', '-c', 'diff.noprefix=false', '-c', 'diff.mnemonicPrefix=false')
+# Settings that make git's output independent of the user's configuration, and run no command of a checkout's
+# configuration while reading it (a file system monitor).
+_PLAIN = ('-c', 'core.quotePath=false', '-c', 'diff.noprefix=false', '-c', 'diff.mnemonicPrefix=false', '-c',
+          'core.fsmonitor=false')
 _HUNK_HEADER = re.compile(rb'^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@')
 _STATUS = {'A': 'added', 'M': 'modified', 'D': 'deleted', 'R': 'renamed', 'C': 'added', 'T': 'modified'}
 # The remote-tracking ref that `git clone` points at the remote's default branch.
@@ -126,18 +128,33 @@ def default_base(root: Path, targets: Iterable[str]) -> str:
                      f"{_fetch_hint(root, targets[0]) if targets else ''}pass --base REF")
 
 
+def _git_dir(folder: Path) -> Path:
+    """The repository folder that `folder`'s git commands share (a worktree's is its main repository's)."""
+    common = Path(run_git(folder, 'rev-parse', '--git-common-dir').decode().strip())
+    return (folder / common).resolve()
+
+
 def worktree(root: Path, sha: str) -> Path:
-    """A clean checkout of `sha` under .mrbot/worktrees/, made once and reused."""
+    """A clean checkout of `sha` under .mrbot/worktrees/, made once and reused; a folder there that is a link, or a
+    checkout of another repository or at another place, is refused rather than used."""
     path = state_dir(root, 'worktrees') / sha[:12]
+    if path.is_symlink():
+        raise MrbotError(f'{path.relative_to(root)} is a symbolic link: mrbot keeps its checkouts in real folders; '
+                         'remove the link')
     if not (path / '.git').exists():
         run_git(root, 'worktree', 'prune')
         run_git(root, 'worktree', 'add', '--detach', '--force', str(path), sha)
+    top = Path(run_git(path, 'rev-parse', '--show-toplevel').decode().strip())
+    if top.resolve() != path.resolve() or _git_dir(path) != _git_dir(root):
+        raise MrbotError(f'{path.relative_to(root)} is not a checkout of this repository made by mrbot; remove it '
+                         '(`mrbot cache clean`)')
     return path
 
 
 def pristine_worktree(root: Path, sha: str) -> Path:
-    """`worktree(root, sha)` holding exactly the commit's files: whatever ran since as the same user (a candidate's
-    code) may have changed, added or left beside them, bytecode included, is put back or removed."""
+    """`worktree(root, sha)` with the commit's files put back and everything else in it removed, bytecode included:
+    what ran there since as the same user may have changed them. Only the checkout's files: the repository's own
+    objects and configuration are not checked."""
     path = worktree(root, sha)
     run_git(path, 'reset', '-q', '--hard', sha)
     run_git(path, 'clean', '-q', '-ffdx')

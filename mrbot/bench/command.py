@@ -259,7 +259,6 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     device = device_label()
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
-    gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
     environment = {**dict(request.environment), 'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
@@ -275,23 +274,28 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
         trees = [base, ('head', base[1], base_tree) if request.aa else head]
     else:
         trees = [head]
+    setup = {'cmd': 'setup', 'specs': [asdict(s) for s in ops], 'seed': 0,
+             'rows': [row.to_worker() for row in planned], 'timing': 'eager' if request.eager else 'graph',
+             'warmup_ms': request.warmup_ms, 'rep_ms': request.rep_ms}
+    size = f"{plural(len(planned), 'row')} x {plural(len(trees), 'side')}"
     sides: list[Side] = []
+    answers: list[dict] = []
+    gate: Gate | None = None
     stopped = False
     try:
         for name, tree, files in trees:
             folder = files[:12] if files else name
             if sides and sides[0].log.parent.name == folder:
                 folder = f'{folder}-{name}'
-            state = state_dir(home, 'bench', folder)
-            sides.append(start_side(name, tree, state, environment))
-        setup = {'cmd': 'setup', 'specs': [asdict(s) for s in ops], 'seed': 0,
-                 'rows': [row.to_worker() for row in planned], 'timing': 'eager' if request.eager else 'graph',
-                 'warmup_ms': request.warmup_ms, 'rep_ms': request.rep_ms}
+            if name == 'head':
+                # the base is compiled, autotuned and loaded before any code of head runs (the gate, head's worker):
+                # head's code runs as the same user and could otherwise rewrite what the base loads
+                gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
+            sides.append(start_side(name, tree, state_dir(home, 'bench', folder), environment))
+            say(f'setting up the {name} side ({size}, {device}): compiling and autotuning', quiet)
+            answers.append(sides[-1].ask(setup))
         start_state = gpu_state()
-        size = f"{plural(len(planned), 'row')} x {plural(len(sides), 'side')}"
         with Progress(f'timing {size}', request.rounds, quiet) as progress:
-            progress.note(f'setting up {size} ({device}): compiling and autotuning')
-            answers = [side.ask(setup) for side in sides]
             ceilings = None
             if evidence:
                 gpu = answers[-1]['machine']['gpu']
@@ -302,6 +306,9 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
         stopped = finished < request.rounds
     except KeyboardInterrupt:
         stopped = True
+        if gate is None:
+            # stopped during the gate or before it: the gate's own interrupt says what finished
+            raise
         raise BenchInterrupted(gate, None, request.rounds) from None
     finally:
         for side in sides:
@@ -388,7 +395,7 @@ def _bench(args: argparse.Namespace) -> int:
         run = measure(request, workspace, quiet=args.quiet)
     except BenchInterrupted as stopped:
         if stopped.run is None:
-            raise KeyboardInterrupt(str(stopped)) from None
+            raise KeyboardInterrupt(f'{stopped}; the gate {stopped.gate.status}') from None
         print(format_table(stopped.run), end='')
         if output is not None:
             write_record(output, stopped.run.to_json(), '--json')

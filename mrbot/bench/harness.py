@@ -60,9 +60,11 @@ class Side:
 
 
 def start_side(name: str, tree: Path, state: Path, environment: dict[str, str]) -> Side:
-    """Start the worker of one side; its Triton cache is its own, so neither side reuses the other's kernels."""
+    """Start the worker of one side; its Triton cache is its own, so neither side reuses the other's kernels, and not
+    layered over a shared one: a cache manager would be imported from the side's tree, which may ship its own."""
     state.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **environment, 'TRITON_CACHE_DIR': str(state / 'triton-cache'),
+    inherited = {key: value for key, value in os.environ.items() if key != 'TRITON_CACHE_MANAGER'}
+    env = {**inherited, **environment, 'TRITON_CACHE_DIR': str(state / 'triton-cache'),
            'PYTHONPATH': os.pathsep.join([str(tree), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
     log = state / 'worker.log'
     with log.open('w') as errors:

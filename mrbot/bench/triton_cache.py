@@ -6,47 +6,64 @@ A GPU job that runs a pull request's code compiles into its own folder (`TRITON_
 Kernels of the default branch compile the same in every job, so a job that runs no pull-request code, under a user of
 its own, compiles them into a shared folder, and the jobs of pull requests read it through this manager:
 `TRITON_CACHE_MANAGER=mrbot.bench.triton_cache:LayeredCache` with `MRBOT_SHARED_TRITON_CACHE` naming the shared folder
-in the runner's environment; each repository reads its own subfolder (`GITHUB_REPOSITORY`, `CI_PROJECT_PATH`). Triton
+in the runner's environment; each repository reads its own subfolder (GitHub's `GITHUB_REPOSITORY`, GitLab's
+`CI_PROJECT_PATH`), and none where the job names no repository. Triton
 names each kernel's entry by a hash of its source, options, target and compiler, so an entry of the shared layer is only
-ever found by the kernel it was compiled from. What the job compiles goes to its own folder alone. A shared folder that
-the job's own user owns or may write is not read at all: that user is the pull request's code, which could plant
-binaries there for the next job (`docs/ci.md`).
+ever found by the kernel it was compiled from. What the job compiles goes to its own folder alone. A shared folder, a
+folder above it, an entry's folder or file that the job's own user owns or may write, or that is a link, is not read:
+that user is the pull request's code, which could plant binaries there for the next job (`docs/ci.md`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import sys
 
 from triton.runtime.cache import FileCacheManager
 
 SHARED = 'MRBOT_SHARED_TRITON_CACHE'
-# the variables that name the repository of a job, on GitHub and on GitLab
-REPOSITORY = ('GITHUB_REPOSITORY', 'CI_PROJECT_PATH')
-# folders already found writable by this process, each said once
+# the variable that names a job's repository, by the forge that runs it
+REPOSITORY = (('GITLAB_CI', 'CI_PROJECT_PATH'), ('GITHUB_ACTIONS', 'GITHUB_REPOSITORY'))
+# a repository's path: names of letters, digits, dots, dashes and underscores, at least an owner and a name
+_REPOSITORY_PATH = re.compile(r'^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+$')
+# folders already refused by this process, each said once
 _REFUSED: set[str] = set()
 
 
-def writable_by_job(folder: str) -> bool:
-    """Whether this process's user owns `folder` or may write it (root may write anything)."""
-    return os.stat(folder).st_uid == os.geteuid() or os.access(folder, os.W_OK)
+def out_of_reach(path: str) -> bool:
+    """Whether `path` is a real file or folder (no link) that this process's user neither owns nor may write."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return not stat.S_ISLNK(status.st_mode) and status.st_uid != os.geteuid() and not os.access(path, os.W_OK)
+
+
+def _refuse(folder: str, why: str) -> None:
+    if folder not in _REFUSED:
+        _REFUSED.add(folder)
+        print(f'mrbot: {SHARED}: {folder} {why}, so not read: a shared layer must belong to another user (docs/ci.md)',
+              file=sys.stderr)
 
 
 def shared_layer() -> str | None:
-    """The shared folder of this job's repository, or None when none is set or this process's user could write it."""
+    """The shared folder of this job's repository, or None: when none is set, the repository has no valid name, or
+    this process's user could change the folder or any folder above it (and so replace what it holds)."""
     shared = os.environ.get(SHARED, '')
-    if not shared:
+    repository = next((os.environ.get(name, '') for forge, name in REPOSITORY if os.environ.get(forge)), '')
+    if not shared or not _REPOSITORY_PATH.match(repository) or any(part in ('.', '..') for part in repository.split('/')):
         return None
-    repository = next((os.environ[name] for name in REPOSITORY if os.environ.get(name)), '')
-    folder = os.path.join(shared, repository) if repository else shared
+    folder = os.path.join(os.path.abspath(shared), repository)
     if not os.path.isdir(folder):
         return None
-    if writable_by_job(folder):
-        if folder not in _REFUSED:
-            _REFUSED.add(folder)
-            print(f'mrbot: {SHARED}: {folder} is writable by this job\'s user, so not read: a shared layer must '
-                  'belong to another user (docs/ci.md)', file=sys.stderr)
+    steps = [folder]
+    while os.path.dirname(steps[-1]) != steps[-1]:
+        steps.append(os.path.dirname(steps[-1]))
+    if not all(out_of_reach(step) for step in steps):
+        _refuse(folder, "or a folder above it is a link or is this job's user's to change")
         return None
     return folder
 
@@ -61,10 +78,11 @@ class LayeredCache(FileCacheManager):
         self.shared_dir = os.path.join(shared, key) if shared and not (override or dump) else None
 
     def _shared(self, filename: str) -> str | None:
-        if self.shared_dir is None:
+        """The file of the shared entry, where it and its entry's folder are out of this job's reach."""
+        if self.shared_dir is None or os.path.basename(filename) != filename:
             return None
         path = os.path.join(self.shared_dir, filename)
-        return path if os.path.isfile(path) else None
+        return path if out_of_reach(self.shared_dir) and out_of_reach(path) and os.path.isfile(path) else None
 
     def get_file(self, filename: str) -> str | None:
         return super().get_file(filename) or self._shared(filename)

@@ -56,7 +56,7 @@ def start(root: Path, store: Store, plan: Plan, command: tuple[str, ...], quiet:
         raise MrbotError('the working tree has uncommitted changes: the baseline is a commit; commit or stash them, then '
                          'start the loop')
     baseline_sha = git.resolve(root, 'HEAD')
-    tree = git.worktree(root, baseline_sha)
+    tree = git.pristine_worktree(root, baseline_sha)
     workspace = Workspace.load(tree)
     spec = next((s for s in workspace.specs if s.name == plan.op), None)
     if spec is None:
@@ -119,10 +119,10 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
     sha = git.resolve(root, commit) if commit else git.snapshot(root, f'mrbot loop {loop.id}: candidate')
     if git.same_tree(root, sha, loop.baseline_sha):
         raise MrbotError('the candidate is the baseline itself: change the kernel first (a try is one change)')
-    tree = git.worktree(root, sha)
+    tree = git.pristine_worktree(root, sha)
     diff = _diff(root, loop.baseline_sha, sha)
     reasons = [Reason(FROZEN, b.path, b.line, f'{b.what}: the loop froze it at {loop.baseline_sha[:12]}')
-               for b in loop.contract.breaches(tree, git.worktree(root, loop.baseline_sha))]
+               for b in loop.contract.breaches(tree, git.pristine_worktree(root, loop.baseline_sha))]
     workspace = Workspace.load(tree)
     # the candidate's diff read as a performance change, so that the gate's and the gaming rules all apply
     change = git.changeset(root, loop.baseline_sha, sha, title=f'[Perf] loop {loop.id}', perf=True,
@@ -173,7 +173,7 @@ def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[st
         raise MrbotError(f'try {number} is {chosen.verdict}: only a try that was faster with a green gate can be '
                          'promoted')
     say(f'loop: re-measuring try {number} ({chosen.sha[:12]}) against the baseline in a fresh run', quiet)
-    workspace = Workspace.load(git.worktree(root, chosen.sha))
+    workspace = Workspace.load(git.pristine_worktree(root, chosen.sha))
     run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
     again, reasons = verdict(run)
     if again != 'faster' and not reasons:

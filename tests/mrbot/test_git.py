@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from mrbot import git
@@ -178,3 +180,31 @@ def test_a_changes_own_gitattributes_hide_none_of_its_lines(repo, attributes):
         change = git.changeset(repo.root, base, side)
         changed = change.file('tests/ops/test_scale.py')
         assert not changed.binary and 4 in changed.added_lines, attributes
+
+
+def test_a_checkout_folder_replaced_by_a_link_is_refused_not_reset(repo):
+    """`.mrbot/worktrees/<sha>` pointing at the repository itself: resetting it would move the branch and delete
+    uncommitted files, so it is refused."""
+    repo.commit({'a.txt': 'one\n'})
+    first = repo.git('rev-parse', 'HEAD')
+    repo.commit({'a.txt': 'two\n'})
+    repo.write({'notes.txt': 'not committed\n'})
+    folder = repo.root / '.mrbot' / 'worktrees'
+    folder.mkdir(parents=True)
+    (folder / first[:12]).symlink_to(repo.root)
+    with pytest.raises(MrbotError, match=r'^\.mrbot/worktrees/\w{12} is a symbolic link'):
+        git.pristine_worktree(repo.root, first)
+    assert (repo.root / 'a.txt').read_text() == 'two\n' and (repo.root / 'notes.txt').exists()
+
+
+def test_a_checkout_folder_of_another_repository_is_refused(repo, tmp_path):
+    repo.commit({'a.txt': 'one\n'})
+    sha = repo.git('rev-parse', 'HEAD')
+    other = tmp_path / 'other'
+    subprocess.run(['git', 'init', '-q', str(other)], check=True)
+    folder = repo.root / '.mrbot' / 'worktrees' / sha[:12]
+    folder.parent.mkdir(parents=True)
+    (folder / '.git').parent.mkdir()
+    (folder / '.git').write_text(f'gitdir: {other / ".git"}\n')
+    with pytest.raises(MrbotError, match='is not a checkout of this repository made by mrbot'):
+        git.pristine_worktree(repo.root, sha)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mrbot.bench import command
 from mrbot.bench.harness import Side, interleave
 from mrbot.bench.machine import hardware_class
 from mrbot.cli import main
@@ -104,6 +105,20 @@ def test_paired_run_against_a_worktree_never_claims_speed_on_cpu(repo, monkeypat
     # the head is many times slower, but a CPU run is not evidence
     assert row['verdict'] == 'noisy' and record['gate']['status'] == 'passed'
     assert repo.git('status', '--porcelain') == 'M pkg/op.py'
+
+
+def test_the_base_is_set_up_before_any_code_of_head_runs(repo, monkeypatch, capsys, out_dir):
+    """Head's gate and worker run as the same user as the base's worker: the base compiles, autotunes and loads its
+    kernels first, so nothing head runs can rewrite what the base times."""
+    repo.commit(_files())
+    repo.write({'pkg/op.py': OP.replace('DELAY', '0.02')})
+    order = []
+    gate, start = command._gate, command.start_side
+    monkeypatch.setattr(command, '_gate', lambda *a, **k: order.append('gate') or gate(*a, **k))
+    monkeypatch.setattr(command, 'start_side', lambda name, *a, **k: order.append(name) or start(name, *a, **k))
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert code == 0 and record['gate']['status'] == 'passed'
+    assert order == ['base', 'gate', 'head']
 
 
 def test_red_gate_means_no_verdict_and_exit_one(repo, monkeypatch, capsys, out_dir):
@@ -296,7 +311,8 @@ def test_progress_is_a_line_per_round_on_stderr_and_nothing_under_quiet(repo, mo
     monkeypatch.chdir(repo.root)
     main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate'])
     err = capsys.readouterr().err
-    assert err.splitlines() == ['setting up 1 row x 1 side (Triton interpreter (CPU)): compiling and autotuning',
+    assert err.splitlines() == ['setting up the head side (1 row x 1 side, Triton interpreter (CPU)): compiling and '
+                                'autotuning',
                                 'round 1/2 done (1 row x 1 side)', 'round 2/2 done (1 row x 1 side)']
     main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate', '-q'])
     captured = capsys.readouterr()
