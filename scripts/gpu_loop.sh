@@ -1,14 +1,15 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
 # A recorded loop on a GPU machine: bash scripts/gpu_loop.sh STEP...; each step under its own time limit, logs in $OUT.
-# LOOP_OP and LOOP_SHAPES choose the op (chunk_simple_gla by default); a try named NAME applies .gpu/tries/NAME.patch
-# (carried, noted by .gpu/tries/NAME.note) where it exists, else the edit of scripts/loop_candidates.py of that name; a
+# LOOP_OP and LOOP_SHAPES choose the op (chunk_simple_gla by default); a try named NAME applies
+# scripts/loop-tries/NAME.patch (noted by NAME.note beside it; the tries that wait for a GPU, each against the main they
+# were written on) where it exists, else the edit of scripts/loop_candidates.py of that name; a
 # try stopped by the time limit is run again by the same step: its gate runs again, its kernels stay compiled.
 export PYTHONUNBUFFERED=1
 OP=${LOOP_OP:-chunk_simple_gla}
 SHAPES=${LOOP_SHAPES:-B8-T2048-H16-K128 B4-T4096-H32-K64}
 BOUND=${LOOP_BOUND:-"latency-bound: each program walks its chunks in order, a chain of dependent steps per chunk with about two programs per SM (docs/performance.md); the forward's warp and stage space does not move it"}
-TRIES=$PWD/.gpu/tries
+TRIES=$PWD/scripts/loop-tries
 M="python3 -m mrbot.cli"
 G="-c user.name=gpu -c user.email=gpu@localhost"
 step() { echo "== $1 $(date -u +%T)"; }
