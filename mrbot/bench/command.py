@@ -22,7 +22,7 @@ from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, op_folder, touched_ops
-from mrbot.config import STATE, state_dir
+from mrbot.config import state_dir
 from mrbot.progress import Progress, say
 from mrbot.records import (
     BENCH_DISPATCH,
@@ -138,7 +138,7 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
 
 
 def _runner_profile(root: Path, gpu: str) -> Path:
-    return root / STATE / f"runner-{re.sub(r'[^0-9A-Za-z]+', '_', gpu)}.json"
+    return state_dir(root) / f"runner-{re.sub(r'[^0-9A-Za-z]+', '_', gpu)}.json"
 
 
 def _throughput(spec: OpSpec, row: _Planned, ms: float, ceilings: dict | None) -> dict[str, float]:
@@ -299,8 +299,8 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
             ceilings = None
             if evidence:
                 gpu = answers[-1]['machine']['gpu']
-                ceilings = cached_ceilings(home / STATE, gpu) or sides[-1].ask({'cmd': 'ceilings'})
-                store_ceilings(home / STATE, gpu, ceilings)
+                ceilings = cached_ceilings(state_dir(home), gpu) or sides[-1].ask({'cmd': 'ceilings'})
+                store_ceilings(state_dir(home), gpu, ceilings)
             finished = interleave(sides, request.rounds,
                                   lambda done, total: progress.finished(f'round {done}/{total} done ({size})'))
         stopped = finished < request.rounds
