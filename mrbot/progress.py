@@ -53,13 +53,6 @@ class Progress:
             self._bar.stop()
             self._bar = None
 
-    def note(self, line: str) -> None:
-        """A line about the step (what it starts now, what it reuses)."""
-        if self.quiet:
-            return
-        with self._lock:
-            self._print(line)
-
     def finished(self, line: str, totals: str = '') -> None:
         """One item finished: `line` says which and how it went; `totals` sums up the items so far, on the bar."""
         with self._lock:

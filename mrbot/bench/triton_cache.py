@@ -7,9 +7,9 @@ Kernels of the default branch compile the same in every job, so a job that runs 
 its own, compiles them into a shared folder, and the jobs of pull requests read it through this manager:
 `TRITON_CACHE_MANAGER=mrbot.bench.triton_cache:LayeredCache` with `MRBOT_SHARED_TRITON_CACHE` naming the shared folder
 in the runner's environment; each repository reads its own subfolder (GitHub's `GITHUB_REPOSITORY`, GitLab's
-`CI_PROJECT_PATH`), and none where the job names no repository. Triton
-names each kernel's entry by a hash of its source, options, target and compiler, so an entry of the shared layer is only
-ever found by the kernel it was compiled from. What the job compiles goes to its own folder alone. A shared folder, a
+`CI_PROJECT_PATH`), and none where the job names no repository. Triton names each kernel's entry by a hash of its
+source, options, target and compiler, so an entry of the shared layer is only ever found by the kernel it was compiled
+from. What the job compiles goes to its own folder alone. A shared folder, a
 folder above it, an entry's folder or file that the job's own user owns or may write, or that is a link, is not read:
 that user is the pull request's code, which could plant binaries there for the next job (`docs/ci.md`).
 """
@@ -42,13 +42,6 @@ def out_of_reach(path: str) -> bool:
     return not stat.S_ISLNK(status.st_mode) and status.st_uid != os.geteuid() and not os.access(path, os.W_OK)
 
 
-def _refuse(folder: str, why: str) -> None:
-    if folder not in _REFUSED:
-        _REFUSED.add(folder)
-        print(f'mrbot: {SHARED}: {folder} {why}, so not read: a shared layer must belong to another user (docs/ci.md)',
-              file=sys.stderr)
-
-
 def shared_layer() -> str | None:
     """The shared folder of this job's repository, or None: when none is set, the repository has no valid name, or
     this process's user could change the folder or any folder above it (and so replace what it holds)."""
@@ -63,7 +56,10 @@ def shared_layer() -> str | None:
     while os.path.dirname(steps[-1]) != steps[-1]:
         steps.append(os.path.dirname(steps[-1]))
     if not all(out_of_reach(step) for step in steps):
-        _refuse(folder, "or a folder above it is a link or is this job's user's to change")
+        if folder not in _REFUSED:
+            _REFUSED.add(folder)
+            print(f"mrbot: {SHARED}: {folder} or a folder above it is a link or is this job's user's to change, so not "
+                  'read: a shared layer must belong to another user (docs/ci.md)', file=sys.stderr)
         return None
     return folder
 

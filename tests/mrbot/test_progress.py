@@ -15,7 +15,6 @@ from mrbot.progress import Progress, say
 
 def _report(total: int = 2, quiet: bool = False) -> Progress:
     with Progress('tests', total, quiet) as shown:
-        shown.note('running 2 files')
         threads = [threading.Thread(target=shown.finished, args=(f'[{i}/2] tests/test_{i}.py[bf16] 1 passed',))
                    for i in (1, 2)]
         for thread in threads:
@@ -30,7 +29,7 @@ def test_without_a_terminal_each_finished_item_is_one_plain_line_on_stderr(capsy
     captured = capsys.readouterr()
     assert captured.out == ''
     assert sorted(captured.err.splitlines()) == ['[1/2] tests/test_1.py[bf16] 1 passed',
-                                                 '[2/2] tests/test_2.py[bf16] 1 passed', 'running 2 files']
+                                                 '[2/2] tests/test_2.py[bf16] 1 passed']
 
 
 def test_quiet_shows_nothing_but_still_counts(capsys):
