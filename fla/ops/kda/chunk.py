@@ -12,7 +12,7 @@ import torch
 
 from fla.ops.backends import dispatch
 from fla.ops.kda.chunk_bwd import chunk_kda_bwd
-from fla.ops.kda.chunk_fwd import ChunkLayout, chunk_kda_fwd, chunk_layout
+from fla.ops.kda.chunk_fwd import ChunkLayout, ForwardKept, chunk_kda_fwd, chunk_layout
 from fla.ops.kda.inputs import run_kda
 from fla.utils import input_guard
 
@@ -22,17 +22,21 @@ class ChunkKDAFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens):
         layout = chunk_layout(q.shape[0], q.shape[1], cu_seqlens)
-        o, final_state = chunk_kda_fwd(q, k, v, g, beta, scale, initial_state, output_final_state, layout)
-        ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, layout.chunk_rows)
+        # without a gradient to take, the forward keeps nothing
+        o, final_state, kept = chunk_kda_fwd(q, k, v, g, beta, scale, initial_state, output_final_state, layout,
+                                             keep=any(ctx.needs_input_grad))
+        if kept is not None:
+            ctx.save_for_backward(q, k, v, kept.gk, kept.aqk, kept.akk_inv, beta, initial_state, cu_seqlens,
+                                  layout.chunk_rows)
         ctx.scale, ctx.N = scale, layout.N
         return o, final_state
 
     @staticmethod
     def backward(ctx, do, dht):
-        q, k, v, g, beta, initial_state, cu_seqlens, chunk_rows = ctx.saved_tensors
+        q, k, v, gk, aqk, akk_inv, beta, initial_state, cu_seqlens, chunk_rows = ctx.saved_tensors
         layout = ChunkLayout(q.shape[0], q.shape[1], ctx.N, cu_seqlens, chunk_rows)
         dq, dk, dv, dg, dbeta, dh0 = chunk_kda_bwd(
-            q, k, v, g, beta, ctx.scale, initial_state, do.contiguous(),
+            q, k, v, ForwardKept(gk, aqk, akk_inv), beta, ctx.scale, initial_state, do.contiguous(),
             dht.contiguous() if dht is not None else None, layout,
         )
         return dq, dk, dv, dg, dbeta, None, dh0, None, None

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 """Backward of chunked KDA: the state-gradient pass, then two chunk-parallel kernels through the WY form.
 
-The backward recomputes the forward's intermediates (log decay, W, U, the scores, `M = (I + A)^-1`, the states and
-the corrections `v_new = U - W S`) rather than keeping them, then walks the chunks in reverse for the gradient of the
-state at every chunk boundary. Per chunk, with S the state before it, dS' the gradient of the state after it,
-`Gl = G_last` and `rows`, `cols` the gradients of the decayed scores with respect to their left and right factors:
+The forward keeps its cumulative log decay, the decayed scores `Aqk` and `M = (I + A)^-1`; the backward recomputes
+from them W, U, the states and the corrections `v_new = U - W S` rather than keeping those, then walks the chunks in
+reverse for the gradient of the state at every chunk boundary. Per chunk, with S the state before it, dS' the gradient
+of the state after it, `Gl = G_last` and `rows`, `cols` the gradients of the decayed scores with respect to their left
+and right factors:
 
     dv_new = s Aqk^T do + (k e^(Gl - G)) dS'              dS = e^Gl dS' + s (q e^G)^T do - W^T dv_new
     dW = -dv_new S^T    dM = dv_new (beta v)^T + dW (beta k e^G)^T    dv = beta M^T dv_new
@@ -35,25 +36,28 @@ from fla.ops.kda.chunk_fwd import (
     STATE_CONFIGS,
     SUB_CHUNK_SIZE,
     ChunkLayout,
+    ForwardKept,
     chunk_blocks,
     chunk_kda_fwd_h,
-    chunk_kda_fwd_intra,
-    chunk_kda_fwd_log_decay,
+    chunk_kda_fwd_wy,
     chunk_last_log_decay,
     chunk_place,
+    diagonal_blocks,
     first_state_slot,
     load_chunk_state,
     load_row,
     state_pass_blocks,
     state_pass_shared,
     sub_chunk_log_decay,
+    sub_chunk_midpoint_log_decay,
 )
 from fla.utils import autotune
 
 
 @triton.jit
-def decayed_rows(b_dA, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k, m_k,
-                 K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+def decayed_rows(b_dA, b_y, b_g, b_gs, b_gd, diagonal_fits, y, i_y, HY: tl.constexpr, gk, i_hv, HV: tl.constexpr,
+                 row0, eos, o_k, m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+                 DOT_PRECISION: tl.constexpr):
     """[BT, BK]: `sum_j dA_ij y_jc e^(G_ic - G_jc)` over `j <= i`, for a `dA` that is 0 above the diagonal.
 
     The gradient of a score matrix of `decayed_scores` with respect to its left factor; `b_y` holds the chunk's rows
@@ -70,21 +74,26 @@ def decayed_rows(b_dA, b_y, b_g, b_gs, y, i_y, HY: tl.constexpr, gk, i_hv, HV: t
         b_dAs = tl.where((o_t // BC == i_s)[:, None] & (o_t < i_s * BC)[None, :], b_dA, 0)
         b_r += tl.dot(b_dAs, b_yr, input_precision=DOT_PRECISION)
     b_r *= tl.exp(b_gs)
-    for j in range(BC):
-        # row j of each row's own sub-chunk, when at or before that row
-        o_rj = row0 + (o_t // BC) * BC + j
-        m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
-        b_yj = load_tile(y, o_rj, i_y, HY, K, o_k, m_j).to(tl.float32)
-        b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
-        # [BT] dA at (i, that row)
-        b_dAj = tl.sum(tl.where(o_t[None, :] == ((o_t // BC) * BC + j)[:, None], b_dA, 0), axis=1)
-        b_r += b_dAj[:, None] * b_yj * tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
+    if diagonal_fits:
+        # e^(G_i - G_m) times the diagonal blocks of dA by y_j e^(G_m - G_j)
+        b_dAd = tl.where(diagonal_blocks(BT, BC), b_dA, 0)
+        b_r += tl.dot(b_dAd, b_yf * tl.exp(-b_gd), input_precision=DOT_PRECISION) * tl.exp(b_gd)
+    else:
+        for j in range(BC):
+            # row j of each row's own sub-chunk, when at or before that row
+            o_rj = row0 + (o_t // BC) * BC + j
+            m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
+            b_yj = load_tile(y, o_rj, i_y, HY, K, o_k, m_j).to(tl.float32)
+            b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
+            # [BT] dA at (i, that row)
+            b_dAj = tl.sum(tl.where(o_t[None, :] == ((o_t // BC) * BC + j)[:, None], b_dA, 0), axis=1)
+            b_r += b_dAj[:, None] * b_yj * tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
     return b_r
 
 
 @triton.jit
-def decayed_cols(b_dA, b_x, b_g, x, i_x, HX: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k, m_k,
-                 K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+def decayed_cols(b_dA, b_x, b_g, b_gd, diagonal_fits, x, i_x, HX: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos,
+                 o_k, m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """[BT, BK]: row j is `sum_i dA_ij x_ic e^(G_ic - G_jc)` over `i >= j`, for a `dA` that is 0 above the diagonal.
 
     The gradient of `decayed_scores` with respect to its right operand; `b_x` holds the chunk's rows of x, which is
@@ -106,15 +115,20 @@ def decayed_cols(b_dA, b_x, b_g, x, i_x, HX: tl.constexpr, gk, i_hv, HV: tl.cons
     o_re = row0 + (o_t // BC) * BC + BC - 1
     m_e = (o_re < eos)[:, None] & m_k[None, :]
     b_c *= tl.exp(tl.where(m_e, load_tile(gk, o_re, i_hv, HV, K, o_k, m_e) - b_g, 0))
-    for i_l in range(BC):
-        # row i_l of each row's own sub-chunk, when at or after that row
-        o_ri = row0 + (o_t // BC) * BC + i_l
-        m_i = ((o_t % BC <= i_l) & (o_ri < eos))[:, None] & m_k[None, :]
-        b_xi = load_tile(x, o_ri, i_x, HX, K, o_k, m_i).to(tl.float32)
-        b_gi = load_tile(gk, o_ri, i_hv, HV, K, o_k, m_i)
-        # [BT] dA at (that row, j)
-        b_dAi = tl.sum(tl.where(o_t[:, None] == ((o_t // BC) * BC + i_l)[None, :], b_dA, 0), axis=0)
-        b_c += b_dAi[:, None] * b_xi * tl.exp(tl.where(m_i, b_gi - b_g, float('-inf')))
+    if diagonal_fits:
+        # e^(G_m - G_j) times the diagonal blocks of dA^T by x_i e^(G_i - G_m)
+        b_dAd = tl.trans(tl.where(diagonal_blocks(BT, BC), b_dA, 0))
+        b_c += tl.dot(b_dAd, b_xf * tl.exp(b_gd), input_precision=DOT_PRECISION) * tl.exp(-b_gd)
+    else:
+        for i_l in range(BC):
+            # row i_l of each row's own sub-chunk, when at or after that row
+            o_ri = row0 + (o_t // BC) * BC + i_l
+            m_i = ((o_t % BC <= i_l) & (o_ri < eos))[:, None] & m_k[None, :]
+            b_xi = load_tile(x, o_ri, i_x, HX, K, o_k, m_i).to(tl.float32)
+            b_gi = load_tile(gk, o_ri, i_hv, HV, K, o_k, m_i)
+            # [BT] dA at (that row, j)
+            b_dAi = tl.sum(tl.where(o_t[:, None] == ((o_t // BC) * BC + i_l)[None, :], b_dA, 0), axis=0)
+            b_c += b_dAi[:, None] * b_xi * tl.exp(tl.where(m_i, b_gi - b_g, float('-inf')))
     return b_c
 
 
@@ -277,6 +291,7 @@ def chunk_kda_bwd_kernel_intra(
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+        b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
         # [BK]
         b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
         b_dg_last = tl.zeros([BK], dtype=tl.float32)
@@ -296,16 +311,16 @@ def chunk_kda_bwd_kernel_intra(
             b_dk_decayed += tl.dot(b_v_new, tl.trans(b_dh), input_precision=DOT_PRECISION)
             b_dg_last += tl.sum(b_h * b_dh, axis=1)
         b_dq *= tl.exp(b_g) * scale
-        b_dq += decayed_rows(b_dAqk, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                             DOT_PRECISION)
+        b_dq += decayed_rows(b_dAqk, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k,
+                             K, BT, BC, DOT_PRECISION)
         b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
         # [BT, BK] the gradient of the left factor k of A, and of the right factors k of A and of the scores
-        b_dk_left = decayed_rows(b_dA, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                 DOT_PRECISION)
-        b_dk_right = decayed_cols(b_dA_beta, b_k, b_g, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                  DOT_PRECISION)
-        b_dk_right += decayed_cols(b_dAqk, b_q, b_g, q, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                   DOT_PRECISION)
+        b_dk_left = decayed_rows(b_dA, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+                                 m_k, K, BT, BC, DOT_PRECISION)
+        b_dk_right = decayed_cols(b_dA_beta, b_k, b_g, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+                                  m_k, K, BT, BC, DOT_PRECISION)
+        b_dk_right += decayed_cols(b_dAqk, b_q, b_g, b_gd, diagonal_fits, q, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+                                   m_k, K, BT, BC, DOT_PRECISION)
         # [BT, BK] k_i e^(G_last - G_i), which carries the corrections into the next state
         b_k_decay = tl.exp(tl.where(m_tk, b_g_last[None, :] - b_g, float('-inf')))
         b_dk_state = b_dk_decayed * b_k_decay
@@ -388,11 +403,11 @@ def _sum_value_heads(x: torch.Tensor, H: int, dtype: torch.dtype) -> torch.Tenso
 
 
 def chunk_kda_bwd(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, scale: float,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kept: ForwardKept, beta: torch.Tensor, scale: float,
     initial_state: torch.Tensor | None, do: torch.Tensor, dht: torch.Tensor | None, layout: ChunkLayout,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    gk = chunk_kda_fwd_log_decay(g, layout)
-    w, u, aqk, akk_inv = chunk_kda_fwd_intra(q, k, v, gk, beta, layout, store_inverse=True)
+    gk, aqk, akk_inv = kept.gk, kept.aqk, kept.akk_inv
+    w, u = chunk_kda_fwd_wy(k, v, gk, beta, akk_inv, layout)
     h, v_new, _ = chunk_kda_fwd_h(k, w, u, gk, initial_state, False, layout)
     dh, dh0, dv_new = chunk_kda_bwd_dh(q, k, w, gk, aqk, do, dht, initial_state, scale, layout)
     dv, dk, dg, dbeta, dA = chunk_kda_bwd_wy(k, v, gk, beta, akk_inv, h, dv_new, layout)

@@ -6,11 +6,15 @@ Chunk-parallel kernels run one program per (chunk, value head); the state pass r
 head, value block) and walks the chunks in order. Inside a chunk the decay is per key channel, so the scores
 `sum_c x_ic y_jc e^(G_ic - G_jc)` are no plain matrix product: they are taken in 16-row sub-chunks, the blocks
 between two sub-chunks as a product through the log decay at the boundary between them, the 16 x 16 blocks on the
-diagonal one column at a time. Every exponent is a difference `G_i - G_j` with `i` at or after `j`, or one of its
-two parts around a boundary in between, so it is at most 0 whenever the per-step log decay is (and with positive steps
-at most their sum over one chunk); masked entries are -inf before the exponential. A factor that underflows belongs to
-a product no larger than itself. The differences come from chunk-local cumulative sums, so each carries an absolute
-error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
+diagonal as a product through the log decay at the middle row m of their sub-chunk. Every exponent of a block between
+sub-chunks is a difference `G_i - G_j` with `i` at or after `j`, or one of its two parts around a boundary in between,
+so it is at most 0 whenever the per-step log decay is (and with positive steps at most their sum over one chunk);
+masked entries are -inf before the exponential. A factor that underflows belongs to a product no larger than itself.
+On the diagonal the two parts `G_i - G_m` and `G_m - G_j` have either sign, so a key block goes through the middle
+row only where every `|G_i - G_m|` of its sub-chunks is at most `DIAGONAL_SPAN` (always with a safe gate, whose
+8 steps from the middle row stay within 40); with steeper decay its diagonal blocks are taken one key column at a
+time, every exponent again a difference `G_i - G_j`. The differences come from chunk-local cumulative sums, so each
+carries an absolute error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
 
 Only q, k, v come in and o goes out in the input dtype: every intermediate (W, U, the scores, the states, the
 corrections `U - W S`) is float32 and every product takes float32 operands (TF32 on tensor cores unless the inputs are
@@ -35,6 +39,9 @@ from fla.utils import autotune
 # tokens per chunk, and per sub-chunk of the intra-chunk scores
 CHUNK_SIZE = 64
 SUB_CHUNK_SIZE = 16
+# The largest |G_i - G_m| at which a diagonal block goes through tensor cores: e^64 and e^-64 are normal float32 and
+# TF32 numbers, so neither factor overflows or flushes to zero, with room for |q| and |k| up to 1e10.
+DIAGONAL_SPAN = tl.constexpr(64.0)
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'HV', 'K', 'V', 'BK', 'BV', 'DOT_PRECISION']
 # The state passes walk the chunks in order: the next chunk's loads in flight (num_stages) hide their latency, and each
@@ -143,13 +150,35 @@ def sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: tl.conste
 
 
 @triton.jit
-def decayed_scores(b_q, b_k, b_g, b_gs, k, i_k_head, H: tl.constexpr, gk, i_hv, HV: tl.constexpr, row0, eos, o_k,
-                   m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
+def sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: tl.constexpr, o_k, m_k,
+                                 BT: tl.constexpr, BC: tl.constexpr):
+    """[BT, BK] `G_i - G_m`, m the middle row of row i's sub-chunk (or the sequence's last row, where that comes
+    first), 0 on padding; and whether every entry is within `DIAGONAL_SPAN`, so the diagonal blocks can be products."""
+    o_t = tl.arange(0, BT)
+    m_tk = (row0 + o_t < eos)[:, None] & m_k[None, :]
+    o_rm = tl.minimum(row0 + (o_t // BC) * BC + BC // 2 - 1, eos - 1)
+    # [BT, BK]
+    b_gd = tl.where(m_tk, b_g - load_tile(gk, o_rm, i_hv, HV, K, o_k, m_tk), 0)
+    return b_gd, tl.max(tl.max(tl.abs(b_gd), axis=1), axis=0) <= DIAGONAL_SPAN
+
+
+@triton.jit
+def diagonal_blocks(BT: tl.constexpr, BC: tl.constexpr):
+    """[BT, BT] the entries at or below the diagonal of the diagonal sub-chunk blocks."""
+    o_t = tl.arange(0, BT)
+    return ((o_t // BC)[:, None] == (o_t // BC)[None, :]) & (o_t[:, None] >= o_t[None, :])
+
+
+@triton.jit
+def decayed_scores(b_q, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_k_head, H: tl.constexpr, gk, i_hv,
+                   HV: tl.constexpr, row0, eos, o_k, m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+                   DOT_PRECISION: tl.constexpr):
     """Two [BT, BT]: `sum_c x_ic k_jc e^(G_ic - G_jc)` for x = q and x = k over one key block, for `j <= i`, 0 above.
 
     Both score matrices take the same right factor, so each key row and exponential is computed once for both.
     `b_q`, `b_k` are the chunk's rows of q and k (k also in memory at `k`, head `i_k_head` of `H`), `b_g` the
-    cumulative log decay G and `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`).
+    cumulative log decay G, `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`), `b_gd` and `diagonal_fits` its
+    part from the middle rows (`sub_chunk_midpoint_log_decay`).
     """
     o_t = tl.arange(0, BT)
     m_t = row0 + o_t < eos
@@ -166,18 +195,26 @@ def decayed_scores(b_q, b_k, b_g, b_gs, k, i_k_head, H: tl.constexpr, gk, i_hv, 
         m_rows = (o_t // BC == i_s)[:, None]
         b_sq += tl.where(m_rows, tl.dot(b_qs, b_kr, input_precision=DOT_PRECISION), 0)
         b_sk += tl.where(m_rows, tl.dot(b_ks, b_kr, input_precision=DOT_PRECISION), 0)
-    b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
-    for j in range(BC):
-        # row j of each row's own sub-chunk, when at or before that row
-        o_rj = row0 + (o_t // BC) * BC + j
-        m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
-        b_kj = load_tile(k, o_rj, i_k_head, H, K, o_k, m_j).to(tl.float32)
-        b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
-        # [BT, BK] k_j e^(G_i - G_j) for each row i
-        b_kj *= tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
-        m_col = o_t[None, :] == ((o_t // BC) * BC + j)[:, None]
-        b_sq += tl.where(m_col, tl.sum(b_qf * b_kj, axis=1)[:, None], 0)
-        b_sk += tl.where(m_col, tl.sum(b_kf * b_kj, axis=1)[:, None], 0)
+    if diagonal_fits:
+        # x_i e^(G_i - G_m) times k_j e^(G_m - G_j); the products between sub-chunks are dropped
+        m_diagonal = diagonal_blocks(BT, BC)
+        b_up = tl.exp(b_gd)
+        b_kd = tl.trans(b_k * tl.exp(-b_gd))
+        b_sq += tl.where(m_diagonal, tl.dot(b_q * b_up, b_kd, input_precision=DOT_PRECISION), 0)
+        b_sk += tl.where(m_diagonal, tl.dot(b_k * b_up, b_kd, input_precision=DOT_PRECISION), 0)
+    else:
+        b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
+        for j in range(BC):
+            # row j of each row's own sub-chunk, when at or before that row
+            o_rj = row0 + (o_t // BC) * BC + j
+            m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
+            b_kj = load_tile(k, o_rj, i_k_head, H, K, o_k, m_j).to(tl.float32)
+            b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
+            # [BT, BK] k_j e^(G_i - G_j) for each row i
+            b_kj *= tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
+            m_col = o_t[None, :] == ((o_t // BC) * BC + j)[:, None]
+            b_sq += tl.where(m_col, tl.sum(b_qf * b_kj, axis=1)[:, None], 0)
+            b_sk += tl.where(m_col, tl.sum(b_kf * b_kj, axis=1)[:, None], 0)
     return b_sq, b_sk
 
 
@@ -260,8 +297,9 @@ def chunk_kda_fwd_kernel_intra(
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
-        b_sq, b_sk = decayed_scores(b_q, b_k, b_g, b_gs, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k, K, BT, BC,
-                                    DOT_PRECISION)
+        b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+        b_sq, b_sk = decayed_scores(b_q, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos,
+                                    o_k, m_k, K, BT, BC, DOT_PRECISION)
         b_Aqk += b_sq
         b_Akk += b_sk
     # [BT]
@@ -274,8 +312,13 @@ def chunk_kda_fwd_kernel_intra(
     if STORE_INVERSE:
         tl.store(akk_inv + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_M, mask=m_tt)
 
-    # [BT, BT] M diag(beta), which turns k e^G into W and v into U
-    b_Mb = b_M * b_beta[None, :]
+    store_wy(b_M * b_beta[None, :], k, v, gk, w, u, o_row, m_t, i_h, i_hv, H, HV, K, V, BK, BV, DOT_PRECISION)
+
+
+@triton.jit
+def store_wy(b_Mb, k, v, gk, w, u, o_row, m_t, i_h, i_hv, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr,
+             V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Store a chunk's W = Mb (k e^G) and U = Mb v, from `b_Mb` [BT, BT] = M diag(beta)."""
     for i_k in range(tl.cdiv(K, BK)):
         o_k, m_k = block_range(i_k, BK, K)
         m_tk = m_t[:, None] & m_k[None, :]
@@ -291,6 +334,25 @@ def chunk_kda_fwd_kernel_intra(
         b_v = load_tile(v, o_row, i_hv, HV, V, o_v, m_tv)
         b_u = tl.dot(b_Mb, b_v.to(tl.float32), input_precision=DOT_PRECISION)
         tl.store(u + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_u, mask=m_tv)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_fwd_kernel_wy(
+    k, v, gk, beta, akk_inv, w, u, chunk_rows, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+    BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    i_h = i_hv // (HV // H)
+    o_t = tl.arange(0, BT)
+    o_row = row0 + o_t
+    m_t = o_row < eos
+    # [BT]
+    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
+    # [BT, BT] M, as the forward's intra-chunk pass stored it
+    b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :])
+    store_wy(b_M * b_beta[None, :], k, v, gk, w, u, o_row, m_t, i_h, i_hv, H, HV, K, V, BK, BV, DOT_PRECISION)
 
 
 def state_pass_shared(key_tiles: tuple[str, ...], value_tiles: tuple[str, ...], scores: bool) -> Callable:
@@ -448,6 +510,21 @@ def chunk_kda_fwd_intra(
     return w, u, aqk, akk_inv
 
 
+def chunk_kda_fwd_wy(
+    k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, akk_inv: torch.Tensor, layout: ChunkLayout,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """W and U of the WY form, float32, from the `M = (I + A)^-1` that `chunk_kda_fwd_intra` stored."""
+    B, T, H, K = k.shape
+    HV, V = v.shape[2], v.shape[3]
+    w = k.new_empty(B, T, HV, K, dtype=torch.float32)
+    u = torch.empty_like(v, dtype=torch.float32)
+    chunk_kda_fwd_kernel_wy[layout.grid(HV)](
+        k, v, gk, beta, akk_inv, w, u, layout.chunk_rows, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None, **chunk_blocks(K, V, k.dtype),
+    )
+    return w, u
+
+
 def chunk_kda_fwd_h(
     k: torch.Tensor, w: torch.Tensor, u: torch.Tensor, gk: torch.Tensor, initial_state: torch.Tensor | None,
     output_final_state: bool, layout: ChunkLayout,
@@ -482,11 +559,23 @@ def chunk_kda_fwd_o(
     return o
 
 
+@dataclass(frozen=True)
+class ForwardKept:
+    """What the forward keeps for the backward: the cumulative log decay, the decayed scores `Aqk` and `M`, so that
+    the backward recomputes only W, U and the states (float32, `[B, T, HV, K]` and twice `[B, T, HV, BT]`)."""
+
+    gk: torch.Tensor
+    aqk: torch.Tensor
+    akk_inv: torch.Tensor
+
+
 def chunk_kda_fwd(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, scale: float,
-    initial_state: torch.Tensor | None, output_final_state: bool, layout: ChunkLayout,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+    initial_state: torch.Tensor | None, output_final_state: bool, layout: ChunkLayout, keep: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None, ForwardKept | None]:
+    """The output, the final states, and with `keep` what the backward reads."""
     gk = chunk_kda_fwd_log_decay(g, layout)
-    w, u, aqk, _ = chunk_kda_fwd_intra(q, k, v, gk, beta, layout, store_inverse=False)
+    w, u, aqk, akk_inv = chunk_kda_fwd_intra(q, k, v, gk, beta, layout, store_inverse=keep)
     h, v_new, final_state = chunk_kda_fwd_h(k, w, u, gk, initial_state, output_final_state, layout)
-    return chunk_kda_fwd_o(q, v_new, gk, aqk, h, scale, layout), final_state
+    o = chunk_kda_fwd_o(q, v_new, gk, aqk, h, scale, layout)
+    return o, final_state, ForwardKept(gk, aqk, akk_inv) if keep else None
