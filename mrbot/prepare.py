@@ -13,7 +13,6 @@ import argparse
 import dataclasses
 import datetime
 import fnmatch
-import importlib.util
 import json
 import os
 import shutil
@@ -32,7 +31,16 @@ from mrbot.config import Config, state_dir
 from mrbot.coverage import read_observations
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.progress import say
-from mrbot.records import PAIRED_MIN_ROUNDS, BenchRequest, ChangedFile, ChangeSet, FileRun, MrbotError, TestRun
+from mrbot.records import (
+    PAIRED_MIN_ROUNDS,
+    BenchRequest,
+    ChangedFile,
+    ChangeSet,
+    FileRun,
+    MrbotError,
+    TestRun,
+    check_workers,
+)
 from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
@@ -45,6 +53,7 @@ from mrbot.testing import (
     device_label,
     execute_with_progress,
     plural,
+    processes_per_test_file,
     shell_command,
     test_targets,
     xdist_args,
@@ -213,8 +222,7 @@ def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> Eviden
             stale.unlink()
         watch = _coverage_environment(root, found['callables'], coverage_dir) if found['callables'] else {}
         # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
-        spread = on_gpu and importlib.util.find_spec('xdist') is not None
-        workers = args.test_workers or (min(8, max(1, (os.cpu_count() or 2) // 2)) if spread else 1)
+        workers = processes_per_test_file(args.test_workers, '--test-workers') if on_gpu else 1
         try:
             files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
                                           quiet=args.quiet, interpret=not on_gpu,
@@ -370,8 +378,7 @@ def run(args: argparse.Namespace) -> int:
         raise MrbotError(f'--bench-rounds must be at least {PAIRED_MIN_ROUNDS} (a confidence interval needs them), got '
                          f'{args.bench_rounds}')
     check_timeout(args.test_timeout, '--test-timeout')
-    if args.test_workers < 0:
-        raise MrbotError(f'--test-workers must be 0 (the default for this machine) or more, got {args.test_workers}')
+    check_workers(args.test_workers, '--test-workers')
     target = _publishing_target(args, root) if args.open or args.update else None
     workspace = Workspace.load(root)
     base, head = git.revisions(root, args.base, args.head, workspace.config.target_branches)
@@ -428,7 +435,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--no-bench', action='store_true', help='do not benchmark, even on a GPU')
     parser.add_argument('--bench-rounds', type=int, default=10, help='interleaved rounds of the benchmark (default 10)')
     parser.add_argument('--test-workers', type=int, default=0,
-                        help='processes per test file (pytest-xdist; default: up to 8 on a GPU, 1 on CPU)')
+                        help='processes per test file on a GPU (pytest-xdist; default: sized from the cores and GPU '
+                             'memory, or MRBOT_TEST_WORKERS)')
     parser.add_argument('--test-timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='the terminal summary')
     publish = parser.add_mutually_exclusive_group()

@@ -684,6 +684,12 @@ def parse_environment(assignments: Sequence[str]) -> tuple[tuple[str, str], ...]
 PAIRED_MIN_ROUNDS = 3
 
 
+def check_workers(requested: int, flag: str) -> None:
+    """A count of test processes: 0 means sized for the machine that runs them."""
+    if requested < 0:
+        raise MrbotError(f'{flag} must be 0 (sized for this machine) or more, got {requested}')
+
+
 def check_min_effect(value: float) -> None:
     """The smallest change a verdict may call faster or slower is a share of the time, below all of it."""
     if not 0 <= value < 1:
@@ -715,7 +721,7 @@ class BenchRequest:
     environment: tuple[tuple[str, str], ...] = ()
     gate: bool = True
     gate_k: str | None = None
-    gate_workers: int = 1
+    gate_workers: int = 0
     gate_timeout: float = 1800.0
     ncu: str | None = None
     command: tuple[str, ...] = ()
@@ -734,8 +740,7 @@ class BenchRequest:
             raise MrbotError(f'--warmup-ms must be 0 or more, got {self.warmup_ms:g}')
         if not (math.isfinite(self.rep_ms) and self.rep_ms > 0):
             raise MrbotError(f'--rep-ms must be above 0, got {self.rep_ms:g}')
-        if self.gate_workers < 1:
-            raise MrbotError(f'--gate-workers must be at least 1, got {self.gate_workers}')
+        check_workers(self.gate_workers, '--gate-workers')
         if not self.gate_timeout > 0:
             raise MrbotError(f'--gate-timeout must be above 0 seconds, got {self.gate_timeout:g}')
         unknown = [mode for mode in self.modes if mode not in BENCH_MODES]

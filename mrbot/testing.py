@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mrbot import git
 from mrbot.progress import Progress, say
-from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun
+from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun, check_workers
 from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
 from mrbot.stack import require_kernel_stack
 from mrbot.workspace import Workspace
@@ -52,6 +52,10 @@ _STICKY_DEVICE_ERRORS = re.compile(
     r'|INVALID_PC|LAUNCH_TIMEOUT|INVALID_ADDRESS_SPACE)\b')
 # A file whose tests crash more often than this gets no more fresh processes: the rest are reported as they ran.
 _MAX_RESTARTS = 8
+# 12 processes ran the KDA gate on a 16-core, 80 GB H100 (docs/gpu-runs.md); each needs a few GiB at the suites' sizes
+GPU_MEMORY_PER_WORKER = 6 * 2**30
+# the runner's own count of test processes per file, where its cores or GPU memory are shared with other jobs
+WORKERS_VARIABLE = 'MRBOT_TEST_WORKERS'
 
 
 @dataclass(frozen=True)
@@ -128,21 +132,50 @@ class _Children:
         _stop(running)
 
 
-def _gpu() -> tuple[str, tuple[int, int]] | None:
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    capability: tuple[int, int]
+    memory_bytes: int
+
+
+def local_gpu() -> Gpu | None:
+    """The first CUDA GPU torch sees, or None."""
     import torch
 
     if not torch.cuda.is_available():
         return None
-    return torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0)
+    # the properties need no CUDA context, which would hold GPU memory in this process for the whole run
+    properties = torch.cuda.get_device_properties(0)
+    return Gpu(properties.name, (properties.major, properties.minor), properties.total_memory)
 
 
 def device_label() -> str:
     """Where the kernels of a test run execute: 'compiled on NVIDIA H200 (sm_90)' or 'Triton interpreter (CPU)'."""
-    gpu = _gpu()
+    gpu = local_gpu()
     if gpu is None:
         return 'Triton interpreter (CPU)'
-    name, (major, minor) = gpu
-    return f'compiled on {name} (sm_{major}{minor})'
+    major, minor = gpu.capability
+    return f'compiled on {gpu.name} (sm_{major}{minor})'
+
+
+def processes_per_test_file(requested: int, flag: str) -> int:
+    """Processes that share one test file on this machine: `requested` when above 0, else the runner's
+    MRBOT_TEST_WORKERS, else sized from the machine. On a GPU each process compiles its kernels on a core and holds a
+    CUDA context, Triton's compiler and an op test's tensors: three quarters of the cores, and GPU_MEMORY_PER_WORKER
+    each. Without a GPU, 1: there the test files themselves run side by side."""
+    check_workers(requested, flag)
+    if requested:
+        return requested
+    configured = os.environ.get(WORKERS_VARIABLE, '').strip()
+    if configured:
+        if not configured.isdigit() or int(configured) < 1:
+            raise MrbotError(f'{WORKERS_VARIABLE}={configured!r}: expected a whole number of test processes, 1 or more')
+        return int(configured)
+    gpu = local_gpu()
+    if gpu is None or importlib.util.find_spec('xdist') is None:
+        return 1
+    return max(1, min((os.cpu_count() or 1) * 3 // 4, gpu.memory_bytes // GPU_MEMORY_PER_WORKER))
 
 
 def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
@@ -403,7 +436,7 @@ def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: s
     """
     require_kernel_stack('running the tests')
     if interpret is None:
-        interpret = _gpu() is None
+        interpret = local_gpu() is None
     env = {**_environment(dispatch, interpret), **(environment or {})}
     lock = threading.Lock()
     done = 0
@@ -591,6 +624,7 @@ def run(args: argparse.Namespace) -> int:
     check_timeout(args.timeout, '--timeout')
     if args.jobs < 0:
         raise MrbotError(f'--jobs must be 0 (one per CPU, or 1 on a GPU) or more, got {args.jobs}')
+    check_workers(args.workers, '--workers')
     output = writable_file(args.json, '--json') if args.json else None
     workspace = Workspace.load(git.repo_root(Path.cwd()))
     root = workspace.root
@@ -610,14 +644,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     device = device_label()
     jobs = args.jobs or (1 if device.startswith('compiled') else os.cpu_count() or 1)
+    workers = processes_per_test_file(args.workers, '--workers')
     modes = ['off', 'on'] if args.dispatch == 'both' else [args.dispatch]
-    say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time "
-        f'({device})', args.quiet)
+    say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time"
+        + (f', {workers} processes each' if workers > 1 else '') + f' ({device})', args.quiet)
     files: list[FileRun] = []
     try:
         for mode in modes:
             files += execute_with_progress(targets, root, jobs, args.timeout, mode, quiet=args.quiet,
-                                           title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'))
+                                           title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'),
+                                           pytest_args=xdist_args(workers, '--workers'))
     except TestsInterrupted as stopped:
         files += stopped.files
         test_run = TestRun(device, tuple(files), selection, smoke)
@@ -639,6 +675,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--list', action='store_true', help='print the selected tests and why, run nothing')
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='format of --list')
     parser.add_argument('-j', '--jobs', type=int, default=0, help='test files at once (default: CPUs, 1 with a GPU)')
+    parser.add_argument('--workers', type=int, default=0,
+                        help='processes per test file (pytest-xdist; default on a GPU: sized from the cores and GPU '
+                             'memory, or MRBOT_TEST_WORKERS; without one: 1)')
     parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
     parser.add_argument('--dispatch', choices=['off', 'on', 'both', 'default'], default='off',
                         help='backend dispatch during the run: off (the Triton gate, default), on, both, default (env)')

@@ -42,7 +42,15 @@ from mrbot.records import (
 )
 from mrbot.stack import require_kernel_stack
 from mrbot.store import Store
-from mrbot.testing import device_label, execute_with_progress, plural, writable_file, write_record, xdist_args
+from mrbot.testing import (
+    device_label,
+    execute_with_progress,
+    plural,
+    processes_per_test_file,
+    writable_file,
+    write_record,
+    xdist_args,
+)
 from mrbot.workspace import Workspace
 
 DEFAULT_MIN_EFFECT = 0.02
@@ -120,7 +128,8 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
                 partial=bool(request.gate_k), changed_contract=tuple(sorted(contract & set(changed))))
     if not request.gate or not files:
         return gate
-    pytest_args = (('-k', request.gate_k) if request.gate_k else ()) + xdist_args(request.gate_workers, '--gate-workers')
+    workers = processes_per_test_file(request.gate_workers, '--gate-workers')
+    pytest_args = (('-k', request.gate_k) if request.gate_k else ()) + xdist_args(workers, '--gate-workers')
     # the gate checks what is timed: the same dispatch and variables, so a backend served while timing is the one tested
     reusable = not request.gate_k and request.dispatch == 'off' and not request.environment
     reused = [r for r in earlier if r.file in files and r.dispatch == 'off'] if reusable else []
@@ -480,8 +489,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a variable for the gate and both timed sides, e.g. a backend's switch (repeatable)")
     parser.add_argument('--no-gate', action='store_true', help='skip the correctness gate (a faster verdict is then withheld)')
     parser.add_argument('--gate-k', help='run only the gate tests matching this -k expression (a partial gate)')
-    parser.add_argument('--gate-workers', type=int, default=1,
-                        help='processes for the gate tests (pytest-xdist; they share the GPU before timing starts)')
+    parser.add_argument('--gate-workers', type=int, default=0,
+                        help='processes for the gate tests (pytest-xdist; they share the GPU before timing starts; '
+                             'default: sized from the cores and GPU memory, or MRBOT_TEST_WORKERS)')
     parser.add_argument('--gate-timeout', type=float, default=1800.0)
     parser.add_argument('--format', choices=['text', 'json'], default='text', help='output of `compare`')
     parser.add_argument('--ncu', metavar='KERNEL_REGEX',

@@ -18,17 +18,17 @@ from mrbot.records import BENCH_MODES, BenchRequest, BenchRun, MrbotError, TestR
 from mrbot.render import render
 from mrbot.selection import select_change
 from mrbot.stack import require_kernel_stack
-from mrbot.testing import device_label, execute, shell_command, test_targets
+from mrbot.testing import (
+    WORKERS_VARIABLE,
+    device_label,
+    execute,
+    local_gpu,
+    processes_per_test_file,
+    shell_command,
+    test_targets,
+    xdist_args,
+)
 from mrbot.workspace import Workspace
-
-
-def _capability() -> str:
-    import torch
-
-    if not torch.cuda.is_available():
-        return ''
-    major, minor = torch.cuda.get_device_capability()
-    return f'sm_{major}{minor}'
 
 
 def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[BenchRun, str]:
@@ -59,8 +59,9 @@ def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
         selection = select_change(workspace, git.changeset(root, base, 'HEAD', max_bytes=config.max_file_bytes))
         targets, _ = test_targets(selection, workspace)
     device = device_label()
+    workers = xdist_args(processes_per_test_file(0, WORKERS_VARIABLE), WORKERS_VARIABLE)
     files = execute(targets, root, 1, 3600.0, 'off', interpret=False,
-                    pytest_args=('-k', args['k']) if args['k'] else ())
+                    pytest_args=(('-k', args['k']) if args['k'] else ()) + workers)
     run = TestRun(device, tuple(files), selection, False)
     return {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
 
@@ -93,7 +94,8 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         if head != sha:
             raise MrbotError(f'the checkout is at {head[:12]}, but the command was authorized for {sha[:12]}')
         wanted = commands.capabilities(config.runners[runner])
-        have = _capability()
+        gpu = local_gpu()
+        have = f'sm_{gpu.capability[0]}{gpu.capability[1]}' if gpu else ''
         if wanted and have not in wanted:
             raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
                              "fix the runner's labels")

@@ -22,7 +22,15 @@ from mrbot.bench.command import DEFAULT_MIN_EFFECT, format_table
 from mrbot.loop import protocol
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import COUNTED, Loop, Plan, Try
-from mrbot.records import BENCH_DISPATCH, BENCH_MODES, PAIRED_MIN_ROUNDS, MrbotError, check_min_effect, parse_environment
+from mrbot.records import (
+    BENCH_DISPATCH,
+    BENCH_MODES,
+    PAIRED_MIN_ROUNDS,
+    MrbotError,
+    check_min_effect,
+    check_workers,
+    parse_environment,
+)
 from mrbot.store import Store
 from mrbot.testing import xdist_args
 from mrbot.words import plural
@@ -53,7 +61,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise MrbotError(f'--rounds must be at least {PAIRED_MIN_ROUNDS} (a confidence interval needs them), got '
                          f'{args.rounds}')
     check_min_effect(args.min_effect)
-    xdist_args(args.gate_workers, '--gate-workers')
+    check_workers(args.gate_workers, '--gate-workers')
+    xdist_args(max(args.gate_workers, 1), '--gate-workers')
     return Plan(args.op, tuple(args.shapes or ()), tuple(args.modes), args.rounds, args.min_effect, args.gate_workers,
                 args.dispatch, parse_environment(args.env))
 
@@ -129,8 +138,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument('--rounds', type=int, default=10, help='interleaved rounds of every measurement (default: 10)')
     start.add_argument('--min-effect', type=float, default=DEFAULT_MIN_EFFECT,
                        help='smallest relative change a verdict may call faster or slower (default: 0.02)')
-    start.add_argument('--gate-workers', type=int, default=1,
-                       help='processes for the full gate of every try (pytest-xdist; they share the GPU before timing)')
+    start.add_argument('--gate-workers', type=int, default=0,
+                       help='processes for the full gate of every try (pytest-xdist; they share the GPU before timing; '
+                            'default: sized at each measurement from the cores and GPU memory, or MRBOT_TEST_WORKERS)')
     start.add_argument('--dispatch', choices=BENCH_DISPATCH, default='off',
                        help='backend dispatch for the gate and the timing of every measurement (default: off)')
     start.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',

@@ -58,7 +58,7 @@ class Plan:
     modes: tuple[str, ...]
     rounds: int
     min_effect: float
-    gate_workers: int = 1
+    gate_workers: int = 0
     dispatch: str = 'off'
     environment: tuple[tuple[str, str], ...] = ()
 

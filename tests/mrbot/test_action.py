@@ -27,6 +27,7 @@ from mrbot.commands import Command
 from mrbot.config import Config
 from mrbot.forges import connect
 from mrbot.records import MrbotError
+from mrbot.testing import Gpu
 from tests.mrbot import webhooks
 from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub, created_at
 
@@ -789,7 +790,7 @@ def test_of_two_commands_at_once_the_one_that_started_first_and_replied_last_yie
 ])
 def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeypatch, kind, args, expected):
     # stands in for an H200: the capability probe is the only part of the job that needs the hardware
-    monkeypatch.setattr(job, '_capability', lambda: 'sm_90')
+    monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
     for name, value in {'MRBOT_COMMAND': kind, 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper', 'MRBOT_USER': 'alice',
                         'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps(args), 'GITHUB_RUN_ID': '88',
                         'GITHUB_REPOSITORY': PROJECT, 'GITHUB_SERVER_URL': 'https://github.example'}.items():

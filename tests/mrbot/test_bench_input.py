@@ -152,7 +152,7 @@ def test_a_record_read_back_writes_the_same_json():
     ({'min_effect': 1.5}, '--min-effect must be at least 0 and below 1 (a share of the time), got 1.5'),
     ({'rep_ms': 0.0}, '--rep-ms must be above 0, got 0'),
     ({'warmup_ms': -1.0}, '--warmup-ms must be 0 or more, got -1'),
-    ({'gate_workers': 0}, '--gate-workers must be at least 1, got 0'),
+    ({'gate_workers': -1}, '--gate-workers must be 0 (sized for this machine) or more, got -1'),
     ({'gate_timeout': 0.0}, '--gate-timeout must be above 0 seconds, got 0'),
     ({'modes': ('bwd',)}, '--modes bwd: expected one or more of fwd, fwdbwd'),
     ({'from_diff': True}, '--from-diff needs --base REF to know the change'),

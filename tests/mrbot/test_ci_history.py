@@ -18,6 +18,7 @@ from mrbot.ci.artifacts import ARTIFACT, read_artifact
 from mrbot.cli import main
 from mrbot.records import BenchRow, BenchRun, Gate, Machine, MrbotError, Revision, Shape, Statistics
 from mrbot.store import Store
+from mrbot.testing import Gpu
 from tests.mrbot.forges.fakeforge import FakeGitHub
 from tests.mrbot.test_action import PROJECT, Bot
 
@@ -49,7 +50,7 @@ def _bench(bot: Bot, monkeypatch, run_id: int, user: str, timed: BenchRun) -> Pa
                             str(downloaded / 'mrbot-accepted'), run_id=run_id)
     assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
     # stands in for an H200 that timed the run: the bench itself is tested where it lives
-    monkeypatch.setattr(job, '_capability', lambda: 'sm_90')
+    monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
     monkeypatch.setattr(bench_command, 'measure', lambda request, workspace: timed)
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_USER': user, 'GITHUB_RUN_ID': str(run_id),

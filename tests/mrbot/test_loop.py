@@ -254,4 +254,4 @@ def test_a_plan_keeps_its_dispatch_and_variables_and_reads_older_plans():
     assert request.dispatch == 'on' and request.environment == (('PKG_FAST', '1'),)
     assert plan.bench_command('0123456789abcdef').endswith('--rounds 5 --dispatch on --env PKG_FAST=1')
     older = {'op': 'product', 'shapes': [], 'modes': ['fwd'], 'rounds': 5, 'min_effect': 0.02}
-    assert Plan.from_json(JsonObject.parse(json.dumps(older), 'store', 'plan')) == Plan('product', (), ('fwd',), 5, 0.02)
+    assert Plan.from_json(JsonObject.parse(json.dumps(older), 'store', 'plan')) == Plan('product', (), ('fwd',), 5, 0.02, 1)

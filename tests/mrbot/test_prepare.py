@@ -405,7 +405,7 @@ def test_head_prepares_a_commit_whatever_the_working_tree_holds(repo, monkeypatc
 @pytest.mark.parametrize(('argv', 'message'), [
     (['--test-timeout', '-1'], '--test-timeout must be above 0 seconds per test file, got -1'),
     (['--test-timeout', '0'], '--test-timeout must be above 0 seconds per test file, got 0'),
-    (['--test-workers', '-2'], '--test-workers must be 0 (the default for this machine) or more, got -2'),
+    (['--test-workers', '-2'], '--test-workers must be 0 (sized for this machine) or more, got -2'),
     (['--open'], "no git remote named 'origin': expected one of `git remote`, or pass --remote NAME"),
 ])
 def test_bad_flags_are_refused_before_any_step(repo, monkeypatch, capsys, argv, message):

@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from mrbot import records
-from mrbot.testing import device_label, execute, format_run
+from mrbot.testing import WORKERS_VARIABLE, device_label, execute, format_run, processes_per_test_file
 
 # long enough for pytest to start on a loaded 2-core machine; the hanging file waits it out
 TIMEOUT = 10.0
@@ -343,13 +344,48 @@ def test_unknown_dispatch_mode_is_a_user_error(tmp_path):
         execute(['test_a.py'], tmp_path, jobs=1, timeout=TIMEOUT, dispatch='both', interpret=False)
 
 
-def test_device_label_names_the_gpu_and_its_compute_capability(monkeypatch):
+def _stand_in_gpu(monkeypatch, gib: int) -> None:
+    properties = SimpleNamespace(name='NVIDIA H200', major=9, minor=0, total_memory=gib * 2**30)
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
-    monkeypatch.setattr(torch.cuda, 'get_device_name', lambda device=None: 'NVIDIA H200')
-    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (9, 0))
+    monkeypatch.setattr(torch.cuda, 'get_device_properties', lambda device=None: properties)
+
+
+def test_device_label_names_the_gpu_and_its_compute_capability(monkeypatch):
+    _stand_in_gpu(monkeypatch, 141)
     assert device_label() == 'compiled on NVIDIA H200 (sm_90)'
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     assert device_label() == 'Triton interpreter (CPU)'
+
+
+@pytest.mark.parametrize(('cores', 'gib', 'expected'), [
+    (16, 80, 12),   # an H100 runner: three quarters of the cores
+    (16, 24, 4),    # a small card: 6 GiB per process
+    (64, 141, 23),  # an H200 on a large host: its memory
+    (2, 80, 1),     # never fewer than one
+])
+def test_gpu_test_processes_are_sized_from_the_cores_and_the_gpu_memory(monkeypatch, cores, gib, expected):
+    monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(os, 'cpu_count', lambda: cores)
+    _stand_in_gpu(monkeypatch, gib)
+    assert processes_per_test_file(0, '--workers') == expected
+    # a count asked for wins over the sizing, and the runner's variable over the sizing too
+    assert processes_per_test_file(3, '--workers') == 3
+    monkeypatch.setenv(WORKERS_VARIABLE, '5')
+    assert processes_per_test_file(0, '--workers') == 5 and processes_per_test_file(2, '--workers') == 2
+
+
+def test_without_a_gpu_a_test_file_is_one_process(monkeypatch):
+    monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    assert processes_per_test_file(0, '--workers') == 1
+
+
+@pytest.mark.parametrize('value', ['0', 'many', '-2', '1.5'])
+def test_a_bad_runner_worker_count_is_a_clear_error(monkeypatch, value):
+    monkeypatch.setenv(WORKERS_VARIABLE, value)
+    with pytest.raises(records.MrbotError) as error:
+        processes_per_test_file(0, '--workers')
+    assert str(error.value) == f"MRBOT_TEST_WORKERS={value!r}: expected a whole number of test processes, 1 or more"
 
 
 def test_importing_the_module_does_not_import_torch():
@@ -425,6 +461,15 @@ def test_run_writes_the_evidence_and_fails_on_a_failing_test(repo, monkeypatch, 
         ('tests/test_calc.py', 0, 1, 'off')]
 
 
+def test_workers_spread_each_file_over_processes(repo, monkeypatch, capsys, tmp_path_factory):
+    repo.commit(PACKAGE)
+    repo.write({'pkg/calc.py': 'def double(x):\n    return x + x\n'})
+    evidence = tmp_path_factory.mktemp('out') / 'run.json'
+    code, _ = _mrbot_test(repo, monkeypatch, capsys, '--json', str(evidence), '--workers', '2')
+    [run] = json.loads(evidence.read_text())['files']
+    assert code == 0 and run['passed'] == 1 and ' -n 2 ' in ' '.join(run['command'])
+
+
 def test_a_change_no_test_reaches_runs_the_smoke_set(repo, monkeypatch, capsys):
     repo.commit(PACKAGE)
     code, out = _mrbot_test(repo, monkeypatch, capsys, 'pkg/orphan.py')
@@ -464,6 +509,7 @@ def main_err(repo, monkeypatch, capsys, *argv) -> list[str]:
     (['--timeout', '0'], '--timeout must be above 0 seconds per test file, got 0'),
     (['--timeout', '-1'], '--timeout must be above 0 seconds per test file, got -1'),
     (['-j', '-1'], '--jobs must be 0 (one per CPU, or 1 on a GPU) or more, got -1'),
+    (['--workers', '-1'], '--workers must be 0 (sized for this machine) or more, got -1'),
     (['does/not/exist.py'], 'does/not/exist.py: no such file or folder; expected files or folders of this repository, '
                             'or files deleted since the last commit'),
     (['--json', '/nonexistent/x.json'], '--json /nonexistent/x.json: no folder /nonexistent; expected a file in an '

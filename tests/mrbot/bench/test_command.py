@@ -168,11 +168,19 @@ def test_a_bad_variable_is_a_clear_error(repo, monkeypatch, capsys, option, mess
     assert capsys.readouterr().err.strip() == f'mrbot bench: error: {message}'
 
 
-def test_gate_workers_below_one_is_a_clear_error(repo, monkeypatch, capsys):
+def test_negative_gate_workers_are_a_clear_error(repo, monkeypatch, capsys):
     repo.commit(_files())
     monkeypatch.chdir(repo.root)
-    assert main(['bench', *PAIRED, '--gate-workers', '0']) == 2
-    assert capsys.readouterr().err.strip() == 'mrbot bench: error: --gate-workers must be at least 1, got 0'
+    assert main(['bench', *PAIRED, '--gate-workers', '-1']) == 2
+    assert capsys.readouterr().err.strip() == ('mrbot bench: error: --gate-workers must be 0 (sized for this machine) or '
+                                               'more, got -1')
+
+
+def test_the_runners_worker_count_spreads_the_gate(repo, monkeypatch, capsys, out_dir):
+    repo.commit(_files())
+    monkeypatch.setenv('MRBOT_TEST_WORKERS', '2')
+    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    assert code == 0 and record['gate']['pytest_args'] == ['-n', '2']
 
 
 def test_a_changed_naive_reference_breaks_the_frozen_contract(repo, monkeypatch, capsys, out_dir):
