@@ -45,6 +45,7 @@ from mrbot.store import Store
 from mrbot.testing import (
     device_label,
     execute_with_progress,
+    local_gpu,
     plural,
     processes_per_test_file,
     writable_file,
@@ -115,13 +116,15 @@ def _choose_ops(request: BenchRequest, workspace: Workspace, base: str | None) -
     return specs
 
 
-def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[str], interpret: bool,
+def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], changed: list[str], interpret: bool,
           earlier: list[FileRun], quiet: bool) -> Gate:
     """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone.
 
     `earlier` are whole-file runs of this head on this device with dispatch off (`mrbot prepare`'s test step); a gate
-    file among them is not run again.
+    file among them is not run again. On a GPU, a whole gate's kernels are compiled first on every core, each once,
+    where the test processes would each compile what its tests launch.
     """
+    root = workspace.root
     files = sorted({spec.gate for spec in ops if spec.gate})
     contract = set(files) | {f'{op_folder(root, spec)}/naive.py' for spec in ops}
     gate = Gate('skipped', test_files=tuple(files), frozen_ok=not (contract & set(changed)),
@@ -136,6 +139,13 @@ def _gate(request: BenchRequest, root: Path, ops: list[OpSpec], changed: list[st
     missing = [f for f in files if f not in {r.file for r in reused}]
     say(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
         + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), quiet)
+    gpu = None if interpret else local_gpu()
+    if gpu is not None and missing and reusable:
+        from mrbot.compile.command import warm_kernel_cache
+
+        warmed = warm_kernel_cache(workspace, missing, gpu.capability[0] * 10 + gpu.capability[1])
+        if warmed:
+            say(f'gate: {warmed}', quiet)
     runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,
                                            title='gate', interpret=interpret, pytest_args=pytest_args,
                                            environment=dict(request.environment)) if missing else [])
@@ -299,7 +309,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
             if name == 'head':
                 # the base is compiled, autotuned and loaded before any code of head runs (the gate, head's worker):
                 # head's code runs as the same user and could otherwise rewrite what the base loads
-                gate = _gate(request, root, ops, changed, not evidence, list(earlier_tests), quiet)
+                gate = _gate(request, workspace, ops, changed, not evidence, list(earlier_tests), quiet)
             sides.append(start_side(name, tree, state_dir(home, 'bench', folder), environment))
             say(f'setting up the {name} side ({size}, {device}): compiling and autotuning', quiet)
             answers.append(sides[-1].ask(setup))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.compile.targets import parse_targets
+from mrbot.compile.targets import TARGETS, parse_targets
 from mrbot.config import Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
@@ -59,6 +59,28 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
 
     return build_matrix(workspace.root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout,
                         config.compile_test_seconds, say)
+
+
+def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
+    """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on all the CPU's cores, so
+    that the test processes that follow load binaries instead of each compiling its own; the one line that says how.
+
+    The launches are captured as `mrbot compile` captures them; a launch that does not compile here is compiled again,
+    and reported, by the test that makes it."""
+    from mrbot.compile.matrix import build_matrix
+    from mrbot.compile.plan import CompilePlan, declarations, kernels_of
+
+    target = next((t for t in TARGETS.values() if t.arch == arch), None)
+    if target is None or not tests:
+        return ''
+    kernels = kernels_of(workspace.graph.index, workspace.config)
+    plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
+    jobs = os.cpu_count() or 1
+    matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
+                          workspace.config.compile_test_seconds)
+    compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
+    return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
+            f'{matrix.seconds:.0f} s, {jobs} at a time')
 
 
 def compile_rules() -> list:
@@ -177,7 +199,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # the depths are checked where compiling starts: naming them here would load Triton for `mrbot --help`
     parser.add_argument('--depth', default='auto',
                         help='how far to compile every launch for every target: ttgir (errors and shared memory), '
-                             'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas); auto '
+                             'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas), '
+                             "binary (Triton's whole compile, into its cache: warms it for a GPU of the target); auto "
                              '(default): every config for the first target, the benchmarked ones through ptxas, and '
                              "each specialization's first config for the other targets, all through ttgir; quick "
                              "(mrbot check's): what the cache holds, and of the rest each code path's smallest and "

@@ -48,8 +48,11 @@ from mrbot.words import plural
 SCHEMA = 1
 CACHE_FILE = 'compile-cells.json'
 # `ttgir`: every pass up to the layouts and the shared-memory allocation; `llir`: the whole lowering to LLVM; `sass`:
-# on through PTX to ptxas, for registers and spills (see mrbot/compile/worker.py).
-DEPTHS = ('ttgir', 'llir', 'sass')
+# on through PTX to ptxas, for registers and spills; `binary`: Triton's whole compile into its own cache, where a launch
+# on a GPU of that target finds it (see mrbot/compile/worker.py).
+DEPTHS = ('ttgir', 'llir', 'sass', 'binary')
+# What a binary cell makes is the entry in Triton's cache, which may be another folder next time: never kept here.
+_UNKEPT = 'binary'
 # A compile server (worker.serve): whether one may run, and how long it waits for the next run.
 SERVER_SWITCH = 'MRBOT_COMPILE_SERVER'
 SERVER_IDLE_S = 900
@@ -445,7 +448,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
     results: list[CellResult | None] = [None] * len(work)
     pending = []
     for index, key in enumerate(keys):
-        if key in cache:
+        if key in cache and work[index][2] != _UNKEPT:
             with contextlib.suppress(MrbotError):
                 results[index] = CellResult.from_json(cache[key], f'cached result {key[:12]}', cached=True)
                 # most recently used last, so that trimming the cache drops the oldest
@@ -453,7 +456,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 continue
         pending.append(index)
     # the slow ones (ptxas, then large blocks) first, so that the last to finish are short
-    pending.sort(key=lambda i: (work[i][2] != 'sass', -_blocks(work[i][0])))
+    pending.sort(key=lambda i: (work[i][2] not in ('sass', 'binary'), -_blocks(work[i][0])))
     lock = threading.Lock()
     done = len(work) - len(pending)
     env = compile_environment()
@@ -474,7 +477,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
                 worker.kill()
             with lock:
                 results[index] = result
-                if result.status in _LASTING:
+                if result.status in _LASTING and depth != _UNKEPT:
                     cache[keys[index]] = result.to_json()
                 done += 1
                 if progress is not None:

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 """A compile process of the matrix: `python worker.py` in the repository imports each kernel there and compiles it.
 
-It reads one JSON cell per line on stdin (`{"id": 1, "launch": {...}, "arch": 90, "depth": "ttgir"}`) and answers
-one JSON line with the same `id` on stdout per cell: `ok` with the shared memory the kernel asks for and, at depth `sass`, the
-registers and spill bytes ptxas reports, or `error` with the compiler's first line and the source line it names.
-Triton's own stages compile, for the given target, on a machine with no GPU, to one of three depths: `ttgir` (the
-code generator and every TTIR and TTGIR pass, then the passes that allocate shared memory), `llir` (the whole
-lowering to LLVM) or `sass` (on through PTX to ptxas). Its stderr is a file the parent opened, emptied before each
-cell, so that it holds what the compiler printed for that cell alone: the worker reads it back for an error, the
+It reads one JSON cell per line on stdin (`{"id": 1, "launch": {...}, "arch": 90, "depth": "ttgir"}`) and answers one
+JSON line with the same `id` on stdout per cell: `ok` with the shared memory the kernel asks for and, at depth `sass`,
+the registers and spill bytes ptxas reports, or `error` with the compiler's first line and the source line it names.
+Triton's own stages compile, for the given target, on a machine with no GPU, to one of four depths: `ttgir` (the code
+generator and every TTIR and TTGIR pass, then the passes that allocate shared memory), `llir` (the whole lowering to
+LLVM), `sass` (on through PTX to ptxas) or `binary` (Triton's whole compile, kept in its cache: `TRITON_CACHE_DIR`, or
+its cache manager, as the process's environment sets them). Its stderr is a file the parent opened, emptied before
+each cell, so that it holds what the compiler printed for that cell alone: the worker reads it back for an error, the
 parent after a crash (a compiler assertion aborts this process; the parent sees it die and reports that cell). It
 imports nothing of mrbot, so that it runs with whatever the repository holds. `python worker.py --serve SOCKET IDLE`
 is a compile server instead (`serve`): it forks such processes on demand, with torch and Triton already imported.
@@ -102,6 +103,13 @@ def compile_cell(cell: dict) -> dict:
     # JSON turned the tuples of Triton's options into lists
     options = backend.parse_options({k: tuple(v) if isinstance(v, list) else v for k, v in launch['options'].items()})
     source = _source(jit, launch)
+    if cell['depth'] == 'binary':
+        import triton
+
+        # as a launch on a GPU of this target compiles it (JITFunction.preload), so its binary lands in Triton's cache
+        # under the key that launch looks up
+        kernel = triton.compile(source, target=target, options=options.__dict__)
+        return {'shared': int(kernel.metadata.shared), 'registers': None, 'spills': None}
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)

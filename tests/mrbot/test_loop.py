@@ -6,6 +6,7 @@ with its claim, a second loop that ends in a no-go, and the history they leave."
 from __future__ import annotations
 
 import json
+import re
 from xml.etree import ElementTree
 
 import pytest
@@ -16,6 +17,7 @@ from mrbot.loop.claim import markdown
 from mrbot.loop.records import Plan
 from mrbot.prepare import loop_outcomes
 from mrbot.records import JsonObject, parse_environment
+from mrbot.testing import Gpu
 from tests.mrbot.loop_repo import GATE, KERNEL, files
 
 CHUNK = 'pkg/ops/product/chunk.py'
@@ -188,6 +190,25 @@ def test_on_cpu_numbers_are_no_win_and_the_loop_says_what_it_freezes(repo, monke
                                                      'can be promoted\n')
     assert _loop(capsys, 'try', '-q')[2].endswith('the candidate is the baseline itself: change the kernel first (a '
                                                   'try is one change)\n')
+
+
+def test_on_a_gpu_the_gates_kernels_are_compiled_once_before_its_tests(repo, monkeypatch, capsys, stand_in_gpu,
+                                                                        tmp_path):
+    """The gate's test processes would each compile every kernel their tests launch; compiled first on every core, each
+    is compiled once, into the cache the tests then load from."""
+    monkeypatch.setattr(command, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setenv('TRITON_CACHE_DIR', str(tmp_path / 'triton'))
+    repo.commit(files(BASELINE_DELAY))
+    monkeypatch.chdir(repo.root)
+    code, _, err = _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3')
+    assert code == 0
+    lines = err.splitlines()
+    compiled = next(i for i, line in enumerate(lines) if 'compiled ahead' in line)
+    said = re.fullmatch(r'gate: (\d+) kernel launches compiled ahead for sm_90 in \d+ s, \d+ at a time', lines[compiled])
+    assert said and lines[compiled + 1].startswith('[1/1] tests/ops/test_product.py')
+    # one binary per launch the gate makes, where a launch on the GPU looks it up
+    binaries = [entry for entry in (tmp_path / 'triton').iterdir() if (entry / 'product_kernel.cubin').exists()]
+    assert len(binaries) == int(said.group(1)) > 0
 
 
 def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, monkeypatch, capsys, stand_in_gpu):

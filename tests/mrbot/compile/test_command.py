@@ -134,6 +134,51 @@ def test_a_warm_rerun_compiles_nothing_and_a_changed_kernel_only_itself(library,
         ('square_kernel', 'ok', True), ('square_kernel', 'ok', True), ('total_kernel', 'ok', False)]
 
 
+# A GPU launch as far as Triton's compile path can tell without one: a stand-in driver answers for an H100, so the launch
+# compiles (or finds its binary in the cache), then stops where it would load the binary.
+GPU_LAUNCH = textwrap.dedent('''
+    import torch
+    import triton
+
+    from mrbot.compile.capture import _StandInDriver
+
+    triton.runtime.driver.set_active(_StandInDriver())
+    from lib.ops import total
+
+    try:
+        total(torch.arange(100, dtype=torch.float32))
+    except AttributeError as stopped:
+        print('stopped at loading:', stopped)
+''')
+
+
+def _entries(folder) -> set[str]:
+    return {entry.name for entry in folder.iterdir()} if folder.exists() else set()
+
+
+def test_a_binary_compile_leaves_the_entries_a_gpu_launch_looks_up(library, capsys, monkeypatch, tmp_path):
+    library.write({'lib/ops.py': OPS.replace('_ = o_x < n', 'm_x = o_x < n').replace('mask=_', 'mask=m_x')})
+    warmed, launched = tmp_path / 'warmed', tmp_path / 'launched'
+    monkeypatch.setenv('TRITON_CACHE_DIR', str(warmed))
+    main(['compile', '--all', '--targets', 'sm_90', '--depth', 'binary', '--format', 'json'])
+    cells = json.loads(capsys.readouterr().out)['compile']['cells']
+    assert {(c['kernel'], c['status'], c['depth']) for c in cells} == {('total_kernel', 'ok', 'binary'),
+                                                                        ('square_kernel', 'ok', 'binary')}
+    assert len(_entries(warmed)) == 3
+    for cache in (warmed, launched):
+        done = subprocess.run([sys.executable, '-c', GPU_LAUNCH], cwd=library.root, capture_output=True, text=True,
+                              env={**os.environ, 'TRITON_INTERPRET': '0', 'TRITON_CACHE_DIR': str(cache),
+                                   'PYTHONPATH': str(library.root)})
+        assert 'stopped at loading' in done.stdout, done.stderr[-2000:]
+    # the launch found its binary among the compiled ones and compiled nothing; alone, it makes one of those entries
+    assert len(_entries(warmed)) == 3 and len(_entries(launched)) == 1 and _entries(launched) < _entries(warmed)
+    # what a binary compile makes is Triton's cache, so a second run compiles again what that cache lost
+    shutil.rmtree(warmed)
+    main(['compile', '--all', '--targets', 'sm_90', '--depth', 'binary', '--format', 'json'])
+    assert not any(c['cached'] for c in json.loads(capsys.readouterr().out)['compile']['cells'])
+    assert len(_entries(warmed)) == 3
+
+
 def test_check_reports_what_the_change_does_not_compile(library, capsys):
     assert main(['check', '--base', 'HEAD', '--title', '[Ops] Add total and square', '--format', 'json']) == 1
     rules = {f['rule'] for f in json.loads(capsys.readouterr().out)['findings']}
