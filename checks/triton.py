@@ -10,7 +10,8 @@ import difflib
 import re
 from collections.abc import Iterator, Set
 
-from mrbot.rules import BLOCK_SIZE_NAME, Context, Violation, dotted_name, last_name, rule
+from mrbot.compile import BLOCK_SIZE_NAME
+from mrbot.rules import Context, Violation, dotted_name, last_name, rule
 
 _BLOCK_POINTER_APIS = ('make_block_ptr', 'advance')
 # Where kernels for Huawei's Ascend NPUs live: triton-ascend compiles them, which needs block pointers and launches at

@@ -18,7 +18,6 @@ import importlib
 import inspect
 import io
 import pkgutil
-import re
 import sys
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
@@ -190,10 +189,6 @@ class Context:
                 return None
             self._sources[path] = SourceFile(file)
         return self._sources[path]
-
-
-# A compile-time block size's name in Triton code: `BT`, `BK`, `BLOCK_SIZE`.
-BLOCK_SIZE_NAME = re.compile(r'^B[A-Z0-9][A-Z0-9_]*$')
 
 
 def dotted_name(node: ast.AST) -> str | None:

@@ -9,7 +9,6 @@ import re
 from collections import Counter
 from pathlib import PurePosixPath
 
-from checks.pr import title_tag
 from mrbot.config import Config
 from mrbot.records import ChangedFile, ChangeSet
 
@@ -18,6 +17,15 @@ AREA_TAGS = {'mrbot': 'Bot', 'templates': 'Bot', 'checks': 'Checks', 'tests': 'T
              'benchmarks': 'Bench', '.github': 'CI', '.ci': 'CI', 'pyproject.toml': 'Build', 'Makefile': 'Build',
              'setup.py': 'Build'}
 FALLBACK_TAG = 'Misc'
+
+# A `[Tag] Summary` title: the tag, then the summary.
+_TITLE = re.compile(r'^\[([^\[\]]+)\] +(\S.*)$')
+
+
+def title_tag(title: str | None) -> str | None:
+    """The tag of a `[Tag] Summary` title, or None."""
+    match = _TITLE.match(title or '')
+    return match.group(1) if match else None
 
 
 def _key(text: str) -> str:
