@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mrbot.compile.targets import DEFAULT_TARGETS, parse_targets
 from mrbot.records import SEVERITIES, MrbotError
+from mrbot.targets import DEFAULT_TARGETS, parse_targets
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.compile.targets import TARGETS, parse_targets
 from mrbot.config import Config
 from mrbot.output import format_report
 from mrbot.records import ChangeSet, CheckReport, MrbotError
 from mrbot.rules import all_rules, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
+from mrbot.targets import TARGETS, parse_targets
 from mrbot.words import plural
 from mrbot.workspace import Workspace
 

@@ -40,9 +40,9 @@ from mrbot.compile import BLOCK_SIZE_NAME
 from mrbot.compile import worker as worker_module
 from mrbot.compile.launches import Capture, Launch, capture_launches, compile_environment
 from mrbot.compile.plan import CompilePlan, Kernel
-from mrbot.compile.targets import Target
 from mrbot.config import state_dir, write_whole
 from mrbot.records import MrbotError
+from mrbot.targets import Target
 from mrbot.words import plural
 
 SCHEMA = 1

@@ -7,7 +7,7 @@ callers). A change reaches the kernels of every file it changes and of every fil
 directly or not, through the import graph of `mrbot.selection`; a change to packaging or to a configured global path
 reaches them all. The launches come from the tests that selection picks for the change and from the benchmark rows
 of the ops whose code it changes. A kernel module may declare the only targets its kernels are written for
-(`TARGETS = ('sm_90',)`, see `mrbot/compile/targets.py`); the plan carries those declarations.
+(`TARGETS = ('sm_90',)`, see `mrbot/targets.py`); the plan carries those declarations.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 
 from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
-from mrbot.compile.targets import DECLARATION, declared_targets
 from mrbot.config import Config
 from mrbot.selection import Graph, dependency_chains, select, test_files_of
+from mrbot.targets import DECLARATION, declared_targets
 from mrbot.workspace import Workspace
 
 

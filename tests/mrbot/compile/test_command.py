@@ -17,7 +17,7 @@ import pytest
 from mrbot.cli import main
 from mrbot.compile.launches import Launch
 from mrbot.compile.matrix import _cell_key, quick_cells
-from mrbot.compile.targets import TARGETS
+from mrbot.targets import TARGETS
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 PYPROJECT = '[tool.mrbot]\nsource-roots = ["lib"]\n'

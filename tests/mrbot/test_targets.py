@@ -16,10 +16,10 @@ from mrbot.cli import main
 from mrbot.compile.command import compile_change
 from mrbot.compile.launches import Launch
 from mrbot.compile.matrix import evidence_of, plan_cells
-from mrbot.compile.targets import TARGETS, declared_targets
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.prepare import render_body
 from mrbot.records import MrbotError
+from mrbot.targets import TARGETS, declared_targets
 from mrbot.workspace import Workspace
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
@@ -53,7 +53,7 @@ def test_a_declaration_that_is_not_one_is_an_error_naming_the_file(text, message
 
 def test_our_gluon_module_declares_hopper_only():
     # read, not imported: the bot's tests run no library code (tests/ops checks the verifier honours the declaration)
-    path = Path(__file__).resolve().parents[3] / 'fla/ops/simple_gla/backends/gluon_hopper.py'
+    path = Path(__file__).resolve().parents[2] / 'fla/ops/simple_gla/backends/gluon_hopper.py'
     assert declared_targets(path.read_text(encoding='utf-8'), path.name) == ('sm_90',)
 
 
