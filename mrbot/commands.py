@@ -20,8 +20,10 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mrbot import git
 from mrbot.bench.specs import OpSpec
 from mrbot.config import Config
+from mrbot.records import BENCH_MODES
 
 USAGE = '''Commands (a comment of one line; members with write access):
   /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF] [--sha SHA]
@@ -41,7 +43,7 @@ _REF = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}')
 _TEST = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]=,+-]+)*')
 _EXPRESSION = re.compile(r'[A-Za-z0-9_ ()\[\].-]{1,120}')
 # A whole commit id (SHA-1 or SHA-256): a shorter prefix can be matched by a commit made after the comment.
-_SHA = re.compile(r'[0-9a-f]{40}|[0-9a-f]{64}')
+_SHA = re.compile(git.COMMIT_ID)
 # A marker, from its opener to the first ' -->' after it (which `markers` has cut off); one line of JSON.
 _MARKER = re.compile(r'<!-- mrbot:(accepted|done) (\{[^\n]*\})')
 _MARKER_OPENER = '<!-- mrbot:'
@@ -177,8 +179,8 @@ def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
             known = ', '.join(by_name) or 'none declared'
             raise UsageError(f'unknown op {op!r}; expected one of {known}')
     for mode in values['modes']:
-        if mode not in ('fwd', 'fwdbwd'):
-            raise UsageError(f'--modes {mode}: expected fwd or fwdbwd')
+        if mode not in BENCH_MODES:
+            raise UsageError(f"--modes {mode}: expected {' or '.join(BENCH_MODES)}")
     shapes = {name for spec in ([by_name[op] for op in ops] or specs) for name in spec.shapes}
     for shape in values['shapes']:
         if shape not in shapes:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mrbot.records import BenchRun, JsonObject
-from mrbot.testing import plural
+from mrbot.words import plural
 
 SCHEMA = 2
 # Hardware classes whose numbers can back a performance claim (docs: sm_90 is the baseline, sm_100 preferred).

@@ -23,6 +23,8 @@ _HUNK_HEADER = re.compile(rb'^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@')
 _STATUS = {'A': 'added', 'M': 'modified', 'D': 'deleted', 'R': 'renamed', 'C': 'added', 'T': 'modified'}
 # The remote-tracking ref that `git clone` points at the remote's default branch.
 REMOTE_DEFAULT = 'origin/HEAD'
+# A full commit id: git's object name, SHA-1 (40 hex digits) or, in a SHA-256 repository, 64.
+COMMIT_ID = '[0-9a-f]{40}|[0-9a-f]{64}'
 _REGULAR_FILE_MODES = ('100644', '100755')
 _C_ESCAPES = {ord('a'): 7, ord('b'): 8, ord('t'): 9, ord('n'): 10, ord('v'): 11, ord('f'): 12, ord('r'): 13}
 

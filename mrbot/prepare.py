@@ -52,12 +52,12 @@ from mrbot.testing import (
     check_timeout,
     device_label,
     execute_with_progress,
-    plural,
     processes_per_test_file,
     shell_command,
     test_targets,
     xdist_args,
 )
+from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:

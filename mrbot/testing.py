@@ -29,6 +29,7 @@ from mrbot.progress import Progress, say
 from mrbot.records import FileRun, MrbotError, Selection, TestFailure, TestRun, check_workers
 from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
 from mrbot.stack import require_kernel_stack
+from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 # The value of FLA_DISABLE_BACKEND_DISPATCH for each dispatch mode; None leaves the inherited environment alone.
@@ -496,11 +497,6 @@ def execute_with_progress(tests: list[str], root: Path, jobs: int, timeout: floa
                               f"{totals['passed']} passed, {totals['failed']} failed")
 
         return execute(tests, root, jobs, timeout, dispatch, progress=finished, **options)
-
-
-def plural(count: int, word: str) -> str:
-    """`1 file`, `2 files`."""
-    return f'{count} {word}' if count == 1 else f'{count} {word}s'
 
 
 def format_run(run: TestRun) -> str:

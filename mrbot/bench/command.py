@@ -46,12 +46,12 @@ from mrbot.testing import (
     device_label,
     execute_with_progress,
     local_gpu,
-    plural,
     processes_per_test_file,
     writable_file,
     write_record,
     xdist_args,
 )
+from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 DEFAULT_MIN_EFFECT = 0.02

@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mrbot.config import Config
-from mrbot.records import MrbotError
+from mrbot.records import BENCH_MODES, MrbotError
 from mrbot.selection import Graph, change_seeds, definition_chain, implementation
 
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
 
-MODES = ('fwd', 'fwdbwd')
 DTYPES = ('bfloat16', 'float16', 'float32')
 TRANSFORMS = ('', 'logsigmoid', 'sigmoid', 'l2norm', 'abs_neg')
 OP_KEYS = ('callable', 'gate', 'modes', 'varlen', 'kwargs', 'default-shapes', 'inputs', 'shapes', 'bytes', 'flops')
@@ -69,7 +68,7 @@ class OpSpec:
     source: str
     inputs: tuple[InputSpec, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
-    modes: tuple[str, ...] = ('fwd', 'fwdbwd')
+    modes: tuple[str, ...] = BENCH_MODES
     varlen: bool = False
     gate: str = ''
     shapes: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -247,9 +246,9 @@ def _config_spec(op: str, table: dict) -> OpSpec:
     if not (isinstance(gate, str) and (not gate or gate.endswith('.py') and not gate.startswith('/')
                                       and '..' not in gate.split('/'))):
         raise error('gate', f"expected a repository-relative test file such as 'tests/ops/test_op.py', got {gate!r}")
-    modes = table.get('modes', list(MODES))
-    if not (isinstance(modes, list) and modes and all(m in MODES for m in modes) and len(set(modes)) == len(modes)):
-        raise error('modes', f"expected a non-empty list of distinct modes out of {', '.join(MODES)}, got {modes!r}")
+    modes = table.get('modes', list(BENCH_MODES))
+    if not (isinstance(modes, list) and modes and all(m in BENCH_MODES for m in modes) and len(set(modes)) == len(modes)):
+        raise error('modes', f"expected a non-empty list of distinct modes out of {', '.join(BENCH_MODES)}, got {modes!r}")
     varlen = table.get('varlen', False)
     if not isinstance(varlen, bool):
         raise error('varlen', f'expected true or false, got {varlen!r}')
@@ -348,8 +347,8 @@ def _counts(table: Any, modes: list[str], key: str, error: Callable[[str, str], 
         raise error(key, f'expected a table of mode = "expression", got {table!r}')
     for mode, expression in table.items():
         where = f'{key}.{mode}'
-        if mode not in MODES:
-            raise error(where, f"unknown mode; expected one of {', '.join(MODES)}")
+        if mode not in BENCH_MODES:
+            raise error(where, f"unknown mode; expected one of {', '.join(BENCH_MODES)}")
         if mode not in modes:
             raise error(where, f"the op has no mode {mode} (modes: {', '.join(modes)})")
         if not isinstance(expression, str):
@@ -392,7 +391,7 @@ def _registry_specs(path: Path) -> list[OpSpec]:
         gate = test_file if isinstance(test_file, str) else f"tests/ops/test_{import_path.rstrip('.').split('.')[-1]}.py"
         # like the registry's dict, a later registration of a name replaces the earlier one in its place
         specs[name] = OpSpec(name=name, callable=f'{import_path}:{func_name if isinstance(func_name, str) else name}',
-                             source='fla-registry', modes=('fwd',) if arguments.get('skip_backward') is True else MODES,
+                             source='fla-registry', modes=('fwd',) if arguments.get('skip_backward') is True else BENCH_MODES,
                              gate=gate, shapes={n: dict(dims) for n, dims in shapes.items()})
     return list(specs.values())
 

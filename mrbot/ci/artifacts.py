@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from mrbot import git
 from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Forge, PullRequest
 from mrbot.records import BENCH_MODES, MrbotError
 
@@ -21,7 +22,7 @@ MAX_ARTIFACT_BYTES = 8_000_000
 MAX_ARTIFACTS = 16
 # The base medians a bench result may carry into the poster's history: well above the rows of any one /bench.
 MAX_TIMINGS = 500
-_SHA = re.compile(r'[0-9a-f]{40}')
+_SHA = re.compile(git.COMMIT_ID)
 _PURPOSE = re.compile(r'(report|(bench|test)-[a-z0-9]+(-[a-z0-9]+)*)')
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,80}')
 _RUN = re.compile(r'[0-9]{1,20}')
@@ -57,7 +58,7 @@ def read_artifact(folder: Path) -> dict:
     if not isinstance(artifact.get('pr'), int) or isinstance(artifact.get('pr'), bool) or artifact['pr'] <= 0:
         problems.append('pr must be a positive number')
     if not isinstance(artifact.get('sha'), str) or not _SHA.fullmatch(artifact['sha']):
-        problems.append('sha must be 40 hexadecimal digits')
+        problems.append('sha must be a full commit id (40 or 64 hexadecimal digits)')
     if not isinstance(artifact.get('purpose'), str) or not _PURPOSE.fullmatch(artifact['purpose']):
         problems.append('purpose must be report, bench-CLASS or test-CLASS')
     if not isinstance(artifact.get('body'), str):
@@ -106,7 +107,7 @@ def _timings_problem(artifact: dict) -> str:
     if len({t['gpu'] for t in timings}) > 1:
         return 'timings name more than one GPU'
     if not isinstance(artifact.get('base'), str) or not _SHA.fullmatch(artifact['base']):
-        return 'base must be 40 hexadecimal digits where timings are'
+        return 'base must be a full commit id (40 or 64 hexadecimal digits) where timings are'
     if artifact.get('kind') != 'result' or not str(artifact.get('purpose')).startswith('bench-'):
         return 'only the result of a bench carries timings'
     return ''

@@ -40,7 +40,7 @@ from mrbot.compile import capture
 from mrbot.config import state_dir, write_whole
 from mrbot.git import run_git
 from mrbot.records import MrbotError
-from mrbot.testing import plural
+from mrbot.words import plural
 
 SCHEMA = 1
 # The module name the capture plugin is loaded under in test processes (see mrbot/prepare.py for why by copy).

@@ -25,6 +25,7 @@ from github.PullRequest import PullRequest as GitHubPullRequest
 from urllib3 import Retry
 from urllib3.response import BaseHTTPResponse
 
+from mrbot import git
 from mrbot.forges import (
     PERMISSIONS,
     REACTIONS,
@@ -57,7 +58,7 @@ COMPARE_FILES = 300
 # file on every push of an open PR (a push back to an earlier commit included), whatever the PR's own workflows, a
 # merge conflict or [skip ci] say; its run-name says which PR and head each run saw.
 HEAD_RECORD = 'mrbot-head.yml'
-RECORDED_HEAD = re.compile(r'mrbot head of #(\d+) at ([0-9a-f]{40}|[0-9a-f]{64})')
+RECORDED_HEAD = re.compile(rf'mrbot head of #(\d+) at ({git.COMMIT_ID})')
 # GitHub lists at most 1,000 runs for a filtered query.
 RUNS_LISTED = 1000
 # The open pull requests read to find those a commit heads: ten pages.

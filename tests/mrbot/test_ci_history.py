@@ -188,8 +188,8 @@ TIMING = {'op': 'scale', 'mode': 'fwd', 'shape': 'small', 'median_ms': 0.15, 'gp
     # PR code on the runner writes the result: twelve copies of one point would fill a series' trend on their own
     ({'timings': [TIMING] * 12}, 'timings name one op, mode and shape more than once'),
     ({'timings': [TIMING, {**TIMING, 'mode': 'fwdbwd', 'gpu': 'NVIDIA B200'}]}, 'timings name more than one GPU'),
-    ({'base': None}, 'base must be 40 hexadecimal digits where timings are'),
-    ({'base': 'abc123'}, 'base must be 40 hexadecimal digits where timings are'),
+    ({'base': None}, 'base must be a full commit id (40 or 64 hexadecimal digits) where timings are'),
+    ({'base': 'abc123'}, 'base must be a full commit id (40 or 64 hexadecimal digits) where timings are'),
     ({'purpose': 'test-hopper'}, 'only the result of a bench carries timings'),
     ({'kind': 'accepted'}, 'only the result of a bench carries timings'),
 ])
@@ -202,6 +202,17 @@ def test_each_malformed_timing_is_refused_with_what_is_wrong(tmp_path, changes, 
     assert str(error.value) == f'{tmp_path / ARTIFACT}: not a valid mrbot artifact: {problem}'
     (tmp_path / ARTIFACT).write_text(json.dumps(artifact))
     assert read_artifact(tmp_path)['timings'] == [TIMING]
+
+
+def test_an_artifact_takes_the_commit_ids_the_command_grammar_takes(tmp_path):
+    """A SHA-256 repository's commit ids are 64 hexadecimal digits; `/bench --sha` takes them, and so does its result."""
+    artifact = {'schema': 1, 'kind': 'result', 'pr': 1, 'sha': 'a' * 64, 'run': '9', 'purpose': 'bench-hopper',
+                'body': 'numbers', 'check': None, 'base': 'b' * 64, 'timings': [TIMING]}
+    (tmp_path / ARTIFACT).write_text(json.dumps(artifact))
+    assert read_artifact(tmp_path)['sha'] == 'a' * 64
+    (tmp_path / ARTIFACT).write_text(json.dumps({**artifact, 'sha': 'a' * 50}))
+    with pytest.raises(MrbotError, match='sha must be a full commit id'):
+        read_artifact(tmp_path)
 
 
 def test_a_result_with_malformed_timings_is_not_posted_and_still_frees_the_queue(bot, monkeypatch, capsys):
