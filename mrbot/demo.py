@@ -53,10 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(f'mrbot demo: a temporary clone of this repository (removed when the demo ends), with the example change '
               f'committed on {BRANCH}:\n  {TITLE}\n  ({CHANGE.relative_to(SOURCE)}: one more autotune config, one '
               f'more test case)\nrunning mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
-        parser = argparse.ArgumentParser()
-        prepare.add_arguments(parser)
         workspace = Workspace.load(clone)
-        record = prepare.prepare(parser.parse_args(['--base', base]), workspace, base)
+        record = prepare.prepare(prepare.PrepareOptions(), workspace, base)
         print(prepare.render_body(record, clone, workspace.config), end='')
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """`mrbot prepare`: check the change, run its dependent tests, benchmark its kernels, and write the PR body.
 
-The steps run in order, each adding to one Evidence record (`.mrbot/evidence.json`); a step that fails or cannot run
-here is recorded as such, with the command that runs it elsewhere, and the others go on. The body
+The stages run in order, each a function of the records of the stages before it that returns its own; a stage that
+fails or cannot run here is recorded as such, with the command that runs it elsewhere, and the others go on. One
+Evidence record (`.mrbot/evidence.json`) is made of their records. The body
 (`.mrbot/pr_body.md`) is rendered from that record alone. `--open`/`--update` then put it on the forge.
 """
 
@@ -21,30 +22,32 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mrbot import coverage, git
 from mrbot.bench.command import BenchInterrupted, format_table, measure
 from mrbot.bench.specs import touched_ops
 from mrbot.check import evaluate
 from mrbot.config import Config, state_dir
-from mrbot.coverage import read_observations
+from mrbot.coverage import OpCoverage, read_observations
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.progress import say
 from mrbot.records import (
     PAIRED_MIN_ROUNDS,
     BenchRequest,
+    BenchRun,
     ChangedFile,
     ChangeSet,
-    FileRun,
+    CheckReport,
     MrbotError,
+    Selection,
     TestRun,
     check_workers,
 )
 from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
-from mrbot.signatures import breaking_changes, exported, reached_ops
+from mrbot.signatures import BreakingChange, breaking_changes, exported, reached_ops
 from mrbot.store import Store
 from mrbot.summary import area, choose_title, line_counts, test_changes
 from mrbot.testing import (
@@ -61,7 +64,10 @@ from mrbot.words import plural
 from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
+    from mrbot.compile.matrix import CompileMatrix
     from mrbot.forges import Forge
+
+T = TypeVar('T')
 
 EVIDENCE_FILE = 'evidence.json'
 BODY_FILE = 'pr_body.md'
@@ -117,168 +123,268 @@ class PrepareInterrupted(KeyboardInterrupt):
         self.record = record
 
 
+@dataclasses.dataclass(frozen=True)
+class PrepareOptions:
+    """What `mrbot prepare` was asked, however it was asked (its command line, `mrbot demo`)."""
+
+    title: str | None = None
+    no_compile: bool = False
+    no_tests: bool = False
+    no_bench: bool = False
+    bench_rounds: int = 10
+    test_workers: int = 0
+    test_timeout: float = 1800.0
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PrepareOptions:
+        return cls(**{option.name: getattr(args, option.name) for option in dataclasses.fields(cls)})
+
+
+class Skipped(Exception):
+    """A stage that cannot run or need not: why, and the command that runs it elsewhere; `pending` where it waits
+    for a machine this is not."""
+
+    def __init__(self, reason: str, command: str = '', status: str = 'skipped') -> None:
+        super().__init__(reason)
+        self.reason, self.command, self.status = reason, command, status
+
+
+class StageInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a stage that had finished part of its work: `partial` is its record so far."""
+
+    def __init__(self, message: str, partial: object) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+@dataclasses.dataclass(frozen=True)
+class Staged(Generic[T]):
+    """A stage's record, and how its step went."""
+
+    value: T
+    status: str
+    detail: str = ''
+    command: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class Reach:
+    """What a change reaches: the tests that select it; the public ops whose implementation it changes (`reached`);
+    the declared ops whose code or tests it changes (`ops`), of which those whose code it changes are timed
+    (`bench_ops`); and each touched op's public callable, whose coverage by the tests is watched."""
+
+    selection: Selection
+    reached: tuple[str, ...]
+    ops: tuple[str, ...]
+    bench_ops: tuple[str, ...]
+    callables: tuple[tuple[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tested:
+    """The dependent tests' run, and how much of each touched op's interface they reached."""
+
+    run: TestRun
+    coverage: tuple[OpCoverage, ...] = ()
+
+
 class _Steps:
-    """Runs the steps in order, times them, shows progress, and keeps a step's failure from losing the others."""
+    """Runs the stages in order, times them, shows progress, and keeps a stage's failure from losing the others."""
 
     def __init__(self, total: int, quiet: bool) -> None:
         self.done: list[Step] = []
+        self.partial: dict[str, object] = {}
         self.total = total
         self.quiet = quiet
 
-    def run(self, name: str, action: Callable[[], Step]) -> Step:
+    def run(self, name: str, stage: Callable[..., Staged[T]], *inputs: object) -> T | None:
+        """The stage's record, or None where it was skipped or could not run."""
         say(f'[{len(self.done) + 1}/{self.total}] {name} ...', self.quiet)
         start = time.monotonic()
+        value = None
         try:
-            step = action()
+            staged = stage(*inputs)
+            value, step = staged.value, Step(name, staged.status, detail=staged.detail, command=staged.command)
+        except Skipped as skipped:
+            step = Step(name, skipped.status, detail=skipped.reason, command=skipped.command)
         except KeyboardInterrupt as error:
+            if isinstance(error, StageInterrupted):
+                self.partial[name] = error.partial
             self.done.append(Step(name, 'interrupted', time.monotonic() - start, str(error) or 'stopped before it ended'))
             raise
         except MrbotError as error:
             step = Step(name, 'error', detail=str(error))
-        except Exception as error:  # a bug in one step must not cost the evidence of the others
+        except Exception as error:  # a bug in one stage must not cost the evidence of the others
             traceback.print_exc()
             step = Step(name, 'error', detail=f'{type(error).__name__}: {error}')
         step = dataclasses.replace(step, seconds=time.monotonic() - start)
         shown = f' ({step.detail})' if step.detail else ''
         say(f'[{len(self.done) + 1}/{self.total}] {name}: {step.status} in {step.seconds:.1f} s{shown}', self.quiet)
         self.done.append(step)
-        return step
+        return value
 
 
-def prepare(args: argparse.Namespace, workspace: Workspace, base: str) -> Evidence | None:
-    """Every step of `mrbot prepare` on the change from `base` to the working tree of `workspace`; returns the Evidence
-    record, or None when there is no change. Ctrl-C or SIGTERM raises PrepareInterrupted with the record so far."""
+def select_stage(workspace: Workspace, change: ChangeSet, public: set[tuple[str, str]]) -> Staged[Reach]:
+    config = workspace.config
+    changed = [f.path for f in change.files]
+    code_changed = [f.path for f in change.files if _changes_code(f, config)]
+    selection = select_change(workspace, change)
+    touched = touched_ops(workspace, changed)
+    # a change to an op's tests alone changes what they prove, not its speed, and a comment or docstring changes
+    # neither: only changed code is timed
+    timed = touched_ops(workspace, code_changed, gates=False)
+    reach = Reach(selection, tuple(reached_ops(workspace.graph, public, code_changed, config.source_roots)),
+                  tuple(spec.name for spec in touched), tuple(spec.name for spec in timed),
+                  tuple((spec.name, spec.callable) for spec in touched))
+    return Staged(reach, 'done', f"{plural(len(selection.tests), 'test file')}; ops reached: "
+                                 f"{', '.join(reach.reached) or 'none'}")
+
+
+def compile_stage(workspace: Workspace, change: ChangeSet, options: PrepareOptions) -> Staged[CompileMatrix]:
+    if options.no_compile:
+        raise Skipped('--no-compile', 'mrbot compile')
+    from mrbot.compile.command import compile_change
+
+    matrix = compile_change(workspace, [f.path for f in change.files])
+    if not matrix.reached:
+        return Staged(matrix, 'skipped', 'the change reaches no kernel')
+    from mrbot.compile.matrix import summarize
+
+    kernels = summarize(matrix)
+    failing = [launch.kernel for launch, targets in kernels
+               if any(target.verdict in ('error', 'over') for target in targets.values())]
+    return Staged(matrix, 'failed' if failing else 'done',
+                  f"{plural(len(kernels), 'kernel')} for {', '.join(t.name for t in matrix.targets)}: "
+                  + (f'{len(failing)} fail or overrun shared memory' if failing else 'all compile and fit'),
+                  'mrbot compile')
+
+
+def check_stage(workspace: Workspace, change: ChangeSet, matrix: CompileMatrix | None) -> Staged[CheckReport]:
+    report = evaluate(change, workspace, all_rules(), matrix)
+    errors = sum(f.severity == 'error' for f in report.findings)
+    return Staged(report, 'failed' if errors else 'done',
+                  f"{plural(len(report.findings), 'finding')}, {plural(errors, 'error')}" if report.findings
+                  else 'no findings')
+
+
+def test_stage(workspace: Workspace, reach: Reach | None, options: PrepareOptions, device: str, base: str,
+               ) -> Staged[Tested]:
+    root = workspace.root
+    if options.no_tests:
+        raise Skipped('--no-tests', f'mrbot test --base {base[:12]}')
+    if reach is None:
+        raise Skipped('no selection')
+    targets, smoke = test_targets(reach.selection, workspace)
+    if not targets:
+        raise Skipped('no test reaches the change')
+    coverage_dir = state_dir(root, 'coverage')
+    for stale in coverage_dir.glob('*.jsonl'):
+        stale.unlink()
+    callables = dict(reach.callables)
+    watch = _coverage_environment(root, callables, coverage_dir) if callables else {}
+    on_gpu = device.startswith('compiled')
+    # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
+    workers = processes_per_test_file(options.test_workers, '--test-workers') if on_gpu else 1
+    try:
+        files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, options.test_timeout, 'off',
+                                      quiet=options.quiet, interpret=not on_gpu,
+                                      pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
+    except TestsInterrupted as stopped:
+        raise StageInterrupted(str(stopped), Tested(TestRun(device, tuple(stopped.files), reach.selection, smoke))) \
+            from None
+    run = TestRun(device, tuple(files), reach.selection, smoke)
+    observed = tuple(read_observations(coverage_dir, reach.ops)) if callables else ()
+    passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
+    crashed = sum(len(f.crashed) for f in files)
+    crashes = f', {crashed} crashed' if crashed else ''
+    return Staged(Tested(run, observed), 'done' if run.ok else 'failed',
+                  f"{passed} passed, {failed} failed{crashes} in {plural(len(files), 'file')} ({device})")
+
+
+def breaking_stage(workspace: Workspace, change: ChangeSet, public: set[tuple[str, str]],
+                   ) -> Staged[tuple[BreakingChange, ...]]:
+    changes = tuple(breaking_changes(change, public, list(workspace.graph.index)))
+    return Staged(changes, 'done', plural(len(changes), 'breaking change') if changes else 'none')
+
+
+def bench_stage(workspace: Workspace, reach: Reach | None, tested: Tested | None, options: PrepareOptions,
+                device: str, base: str) -> Staged[BenchRun]:
+    if reach is None or not reach.bench_ops:
+        raise Skipped("no benchmarked op's code changed")
+    ops = reach.bench_ops
+    command = f"mrbot bench --op {' '.join(ops)} --base {base[:12]}"
+    if options.no_bench:
+        raise Skipped('--no-bench', command)
+    if not device.startswith('compiled'):
+        raise Skipped(f"no GPU here; or comment `/bench {' '.join(ops)}` on the PR", command, 'pending')
+    if tested is not None and not tested.run.ok:
+        raise Skipped('the dependent tests failed', command)
+    request = BenchRequest(ops=ops, base=base, rounds=options.bench_rounds,
+                           command=('mrbot', 'bench', '--op', *ops, '--base', base[:12], '--rounds',
+                                    str(options.bench_rounds)))
+    try:
+        run = measure(request, workspace, tested.run.files if tested else (), quiet=options.quiet)
+    except BenchInterrupted as stopped:
+        raise StageInterrupted(str(stopped), stopped.run) from None
+    if not options.quiet:
+        print(format_table(run), end='', file=sys.stderr)
+    return Staged(run, 'failed' if run.gate.status == 'failed' else 'done', command=command)
+
+
+def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidence | None:
+    """Every stage of `mrbot prepare` on the change from `base` to the working tree of `workspace`; returns the
+    Evidence record, or None when there is no change. Ctrl-C or SIGTERM raises PrepareInterrupted with the record so
+    far."""
     root, config = workspace.root, workspace.config
     change = git.changeset(root, base, None, max_bytes=config.max_file_bytes)
     if not change.files:
         return None
-    title, title_source = choose_title(change, config, args.title)
+    title, title_source = choose_title(change, config, options.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
-    changed = [f.path for f in change.files]
-    code_changed = [f.path for f in change.files if _changes_code(f, config)]
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
     device = device_label()
-    on_gpu = device.startswith('compiled')
-    record = Evidence(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), device,
-                      _change_json(change, workspace))
-    found: dict = {'selection': None, 'test_run': None, 'callables': {}, 'matrix': None,
-                   'public': exported(workspace.graph, change, config.public_roots)}
-    pending_bench = ''
-
-    def compile_kernels() -> Step:
-        if args.no_compile:
-            return Step('compile', 'skipped', detail='--no-compile', command='mrbot compile')
-        from mrbot.compile.command import compile_change
-        from mrbot.compile.matrix import evidence_of
-
-        found['matrix'] = matrix = compile_change(workspace, changed)
-        record.compile = evidence_of(matrix)
-        if not matrix.reached:
-            return Step('compile', 'skipped', detail='the change reaches no kernel')
-        failing = [k['kernel'] for k in record.compile['kernels'] if any(
-            t['verdict'] in ('error', 'over') for t in k['targets'].values())]
-        return Step('compile', 'failed' if failing else 'done', command='mrbot compile',
-                    detail=f"{plural(len(record.compile['kernels']), 'kernel')} for "
-                           f"{', '.join(record.compile['targets'])}: "
-                           + (f"{len(failing)} fail or overrun shared memory" if failing else 'all compile and fit'))
-
-    def check() -> Step:
-        report = evaluate(change, workspace, all_rules(), found['matrix'])
-        record.check = report.to_json()
-        errors = sum(f.severity == 'error' for f in report.findings)
-        return Step('check', 'failed' if errors else 'done',
-                    detail=f"{plural(len(report.findings), 'finding')}, {plural(errors, 'error')}" if report.findings
-                    else 'no findings')
-
-    def selection_and_ops() -> Step:
-        nonlocal pending_bench
-        found['selection'] = selection = select_change(workspace, change)
-        record.selection = selection.to_json()
-        touched = touched_ops(workspace, changed)
-        record.reached = reached_ops(workspace.graph, found['public'], code_changed, config.source_roots)
-        record.ops = [spec.name for spec in touched]
-        # a change to an op's tests alone changes what they prove, not its speed, and a comment or docstring changes
-        # neither: only changed code is timed
-        record.bench_ops = [spec.name for spec in touched_ops(workspace, code_changed, gates=False)]
-        found['callables'] = {spec.name: spec.callable for spec in touched}
-        pending_bench = f"mrbot bench --op {' '.join(record.bench_ops)} --base {base[:12]}"
-        return Step('select', 'done', detail=f"{plural(len(selection.tests), 'test file')}; ops reached: "
-                                             f"{', '.join(record.reached) or 'none'}")
-
-    def keep_tests(files: list[FileRun], smoke: bool) -> TestRun:
-        found['test_run'] = run = TestRun(device, tuple(files), found['selection'], smoke)
-        record.tests = {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
-        return run
-
-    def tests() -> Step:
-        if args.no_tests:
-            return Step('tests', 'skipped', detail='--no-tests', command=f'mrbot test --base {base[:12]}')
-        if found['selection'] is None:
-            return Step('tests', 'skipped', detail='no selection')
-        targets, smoke = test_targets(found['selection'], workspace)
-        if not targets:
-            return Step('tests', 'skipped', detail='no test reaches the change')
-        coverage_dir = state_dir(root, 'coverage')
-        for stale in coverage_dir.glob('*.jsonl'):
-            stale.unlink()
-        watch = _coverage_environment(root, found['callables'], coverage_dir) if found['callables'] else {}
-        # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
-        workers = processes_per_test_file(args.test_workers, '--test-workers') if on_gpu else 1
-        try:
-            files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, args.test_timeout, 'off',
-                                          quiet=args.quiet, interpret=not on_gpu,
-                                          pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
-        except TestsInterrupted as stopped:
-            keep_tests(stopped.files, smoke)
-            raise
-        run = keep_tests(files, smoke)
-        if found['callables']:
-            record.coverage = [c.to_json() for c in read_observations(coverage_dir, record.ops)]
-        passed, failed = sum(f.passed for f in files), sum(f.failed for f in files)
-        crashed = sum(len(f.crashed) for f in files)
-        crashes = f', {crashed} crashed' if crashed else ''
-        return Step('tests', 'done' if run.ok else 'failed',
-                    detail=f"{passed} passed, {failed} failed{crashes} in {plural(len(files), 'file')} ({device})")
-
-    def breaking() -> Step:
-        changes = breaking_changes(change, found['public'], list(workspace.graph.index))
-        record.breaking = [b.to_json() for b in changes]
-        return Step('breaking', 'done', detail=plural(len(changes), 'breaking change') if changes else 'none')
-
-    def bench() -> Step:
-        ops = record.bench_ops
-        if not ops:
-            return Step('bench', 'skipped', detail="no benchmarked op's code changed")
-        if args.no_bench:
-            return Step('bench', 'skipped', detail='--no-bench', command=pending_bench)
-        if not on_gpu:
-            return Step('bench', 'pending', detail=f"no GPU here; or comment `/bench {' '.join(ops)}` on the PR",
-                        command=pending_bench)
-        test_run = found['test_run']
-        if test_run is not None and not test_run.ok:
-            return Step('bench', 'skipped', detail='the dependent tests failed', command=pending_bench)
-        request = BenchRequest(ops=tuple(ops), base=base, rounds=args.bench_rounds,
-                               command=('mrbot', 'bench', '--op', *ops, '--base', base[:12], '--rounds',
-                                        str(args.bench_rounds)))
-        try:
-            record.bench = measure(request, workspace, test_run.files if test_run else (), quiet=args.quiet)
-        except BenchInterrupted as stopped:
-            record.bench = stopped.run
-            raise
-        if not args.quiet:
-            print(format_table(record.bench), end='', file=sys.stderr)
-        return Step('bench', 'failed' if record.bench.gate.status == 'failed' else 'done', command=pending_bench)
-
-    # the check reads the compilation matrix, so the kernels compile first
-    actions = (('select', selection_and_ops), ('compile', compile_kernels), ('check', check), ('tests', tests),
-               ('breaking', breaking), ('bench', bench))
-    steps = _Steps(len(actions), args.quiet)
+    public = exported(workspace.graph, change, config.public_roots)
+    steps = _Steps(6, options.quiet)
+    reach = matrix = report = tested = breaking = bench = None
     try:
-        for name, action in actions:
-            steps.run(name, action)
+        reach = steps.run('select', select_stage, workspace, change, public)
+        # the check reads the compilation matrix, so the kernels compile first
+        matrix = steps.run('compile', compile_stage, workspace, change, options)
+        report = steps.run('check', check_stage, workspace, change, matrix)
+        tested = steps.run('tests', test_stage, workspace, reach, options, device, base)
+        breaking = steps.run('breaking', breaking_stage, workspace, change, public)
+        bench = steps.run('bench', bench_stage, workspace, reach, tested, options, device, base)
     except KeyboardInterrupt:
-        raise PrepareInterrupted(_concluded(record, steps.done)) from None
+        tested = tested or steps.partial.get('tests')
+        bench = bench or steps.partial.get('bench')
+        raise PrepareInterrupted(_evidence(created, device, _change_json(change, workspace), reach, matrix, report,
+                                           tested, breaking, bench, steps.done)) from None
+    record = _evidence(created, device, _change_json(change, workspace), reach, matrix, report, tested, breaking, bench,
+                       steps.done)
     record.loops = loop_outcomes(root, record.ops)
-    return _concluded(record, steps.done)
+    return record
+
+
+def _evidence(created: str, device: str, change: dict, reach: Reach | None, matrix: CompileMatrix | None,
+              report: CheckReport | None, tested: Tested | None, breaking: tuple[BreakingChange, ...] | None,
+              bench: BenchRun | None, steps: list[Step]) -> Evidence:
+    """The Evidence record of the stages' records, with the conclusion and the checklist they support."""
+    from mrbot.compile.matrix import evidence_of
+
+    record = Evidence(created, device, change, check=report.to_json() if report else None,
+                      compile=evidence_of(matrix) if matrix else None, bench=bench, steps=steps,
+                      breaking=[b.to_json() for b in breaking] if breaking is not None else None)
+    if reach is not None:
+        record.selection = reach.selection.to_json()
+        record.reached, record.ops, record.bench_ops = list(reach.reached), list(reach.ops), list(reach.bench_ops)
+    if tested is not None:
+        files = tested.run.files
+        record.tests = {**tested.run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
+        record.coverage = [c.to_json() for c in tested.coverage]
+    record.conclusion = conclusion(record)
+    record.checklist = checklist(record)
+    return record
 
 
 def loop_outcomes(root: Path, ops: list[str]) -> list[dict]:
@@ -290,14 +396,6 @@ def loop_outcomes(root: Path, ops: list[str]) -> list[dict]:
         ended = [row for row in store.loops() if row.state != 'open' and row.op in ops]
     latest = {row.op: row for row in ended if git.is_ancestor(root, row.baseline_sha, 'HEAD')}
     return [row.outcome for row in latest.values()]
-
-
-def _concluded(record: Evidence, steps: list[Step]) -> Evidence:
-    """The record with its steps, and the conclusion and the checklist they support."""
-    record.steps = steps
-    record.conclusion = conclusion(record)
-    record.checklist = checklist(record)
-    return record
 
 
 def _templates(root: Path, config: Config) -> Path | None:
@@ -389,7 +487,7 @@ def run(args: argparse.Namespace) -> int:
     # a template that does not parse is refused before the steps, not after them
     check_template('pr_body.md.j2', _templates(root, workspace.config))
     try:
-        record = prepare(args, workspace, base)
+        record = prepare(PrepareOptions.from_args(args), workspace, base)
     except PrepareInterrupted as stopped:
         if head is not None:
             stopped.record.change['head'] = head
