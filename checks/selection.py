@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mrbot.rules import Context, Violation, rule
-from mrbot.selection import confined_names, select_change
+from mrbot.selection import confined_names
 
 
 @rule('SEL001', 'Python change that no test reaches', 'warning',
@@ -26,7 +26,7 @@ def unreached_change(context: Context) -> Iterator[Violation]:
 
     Instead: a test under `tests/` that imports the module or the public op built on it.
     """
-    selection = select_change(context.workspace, context.change)
+    selection = context.change_selection()
     for path in selection.unselected:
         file = context.change.file(path)
         # a module the change deletes, or renames away, is one no test can import any more

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from mrbot import git
 from mrbot.config import OFF, Config
 from mrbot.output import format_findings, format_report
-from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError
+from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError, Selection
 from mrbot.rules import Context, Rule, all_rules, is_compile_rule
 from mrbot.stack import missing_kernel_stack
 from mrbot.words import plural
@@ -45,12 +45,13 @@ def _suppressed(context: Context, finding: Finding) -> bool:
     return finding.rule in ids or finding.rule.split(':')[0] in ids
 
 
-def evaluate(change: ChangeSet, workspace: Workspace, rules: list[Rule],
-             matrix: CompileMatrix | None = None) -> CheckReport:
-    """Run `rules` over `change` (and the compilation `matrix` of the kernels it reaches, when built) in `workspace`:
-    configured severities applied, line-scoped findings kept on added lines only."""
+def evaluate(change: ChangeSet, workspace: Workspace, rules: list[Rule], matrix: CompileMatrix | None = None,
+             selection: Selection | None = None) -> CheckReport:
+    """Run `rules` over `change` (and the compilation `matrix` of the kernels it reaches, when built, and the tests
+    that select it, when found already) in `workspace`: configured severities applied, line-scoped findings kept on
+    added lines only."""
     config = workspace.config
-    context = Context(change, workspace, matrix)
+    context = Context(change, workspace, matrix, selection)
     findings, suppressed = [], []
     for rule in rules:
         for violation in rule.check(context):

@@ -260,8 +260,9 @@ def compile_stage(workspace: Workspace, change: ChangeSet, options: PrepareOptio
                   'mrbot compile')
 
 
-def check_stage(workspace: Workspace, change: ChangeSet, matrix: CompileMatrix | None) -> Staged[CheckReport]:
-    report = evaluate(change, workspace, all_rules(), matrix)
+def check_stage(workspace: Workspace, change: ChangeSet, matrix: CompileMatrix | None, reach: Reach | None,
+                ) -> Staged[CheckReport]:
+    report = evaluate(change, workspace, all_rules(), matrix, reach.selection if reach else None)
     errors = sum(f.severity == 'error' for f in report.findings)
     return Staged(report, 'failed' if errors else 'done',
                   f"{plural(len(report.findings), 'finding')}, {plural(errors, 'error')}" if report.findings
@@ -351,7 +352,7 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
         reach = steps.run('select', select_stage, workspace, change, public)
         # the check reads the compilation matrix, so the kernels compile first
         matrix = steps.run('compile', compile_stage, workspace, change, options)
-        report = steps.run('check', check_stage, workspace, change, matrix)
+        report = steps.run('check', check_stage, workspace, change, matrix, reach)
         tested = steps.run('tests', test_stage, workspace, reach, options, device, base)
         breaking = steps.run('breaking', breaking_stage, workspace, change, public)
         bench = steps.run('bench', bench_stage, workspace, reach, tested, options, device, base)

@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mrbot.config import OFF, Config
-from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError
+from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError, Selection
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -162,13 +162,22 @@ class SourceFile:
 
 @dataclass
 class Context:
-    """What rules see: the change, the repository (its settings and import graph), the changed files parsed once, and
-    the compilation matrix of the kernels the change reaches when one was built."""
+    """What rules see: the change, the repository (its settings and import graph), the changed files parsed once, the
+    compilation matrix of the kernels the change reaches when one was built, and the tests that select the change
+    (given by a caller that has them, else found once for every rule that asks)."""
 
     change: ChangeSet
     workspace: Workspace
     compile_matrix: CompileMatrix | None = None
+    selection: Selection | None = None
     _sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    def change_selection(self) -> Selection:
+        if self.selection is None:
+            from mrbot.selection import select_change
+
+            self.selection = select_change(self.workspace, self.change)
+        return self.selection
 
     @property
     def config(self) -> Config:

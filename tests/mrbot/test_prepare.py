@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mrbot import evidence
+from mrbot import evidence, prepare, selection
 from mrbot.cli import main
 from mrbot.config import load_config
 from mrbot.prepare import BODY_FILE, render_body
@@ -287,6 +287,23 @@ def test_a_test_only_change_shows_coverage_but_times_nothing(prepared):
 
 
 QUICK = ('--no-tests', '--no-compile', '--no-bench')
+
+
+def test_the_tests_that_select_a_change_are_found_once_per_prepare(prepared, monkeypatch):
+    """The selection stage finds them, and the check's rules read them from it instead of walking the imports again;
+    a file no test reaches is still reported."""
+    found = []
+    real = selection.select_change
+
+    def counted(workspace, change):
+        found.append(change.paths)
+        return real(workspace, change)
+
+    monkeypatch.setattr(selection, 'select_change', counted)
+    monkeypatch.setattr(prepare, 'select_change', counted)
+    code, body, record = prepared({'pkg/orphan.py': HEADER + 'VALUE = 1\n'}, '[Ops] An orphan', *QUICK)
+    assert len(found) == 1
+    assert [f['rule'] for f in record['check']['findings'] if f['path'] == 'pkg/orphan.py'] == ['SEL001']
 FUSED = HEADER + '''import triton
 import triton.language as tl
 
