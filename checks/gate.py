@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from checks.op_tests import file_paths, is_op_test, op_directory
 from checks.pr import is_perf_change
-from mrbot.records import Hunk
+from mrbot.records.change import Hunk
 from mrbot.rules import Context, SourceFile, Violation, last_name, rule
 
 _NUMBER = re.compile(r'(?<![\w.])(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?(?![\w.])')

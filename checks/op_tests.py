@@ -8,7 +8,7 @@ import ast
 from collections.abc import Iterator
 
 from mrbot.config import Config
-from mrbot.records import ChangedFile, ChangeSet
+from mrbot.records.change import ChangedFile, ChangeSet
 from mrbot.rules import Context, Violation, last_name, rule
 from mrbot.selection import select
 

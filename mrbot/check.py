@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING
 from mrbot import git
 from mrbot.config import OFF, Config
 from mrbot.output import format_findings, format_report
-from mrbot.records import ChangeSet, CheckReport, Finding, MrbotError, Selection
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangeSet
+from mrbot.records.findings import CheckReport, Finding
+from mrbot.records.testruns import Selection
 from mrbot.rules import Context, Rule, all_rules, is_compile_rule
 from mrbot.stack import missing_kernel_stack
 from mrbot.words import plural

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from mrbot import git
 from mrbot.bench.specs import OpSpec
 from mrbot.config import Config
-from mrbot.records import BENCH_MODES
+from mrbot.records.bench import BENCH_MODES
 
 USAGE = '''Commands (a comment of one line; members with write access):
   /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF] [--sha SHA]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mrbot.records import SEVERITIES, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.findings import SEVERITIES
 from mrbot.targets import DEFAULT_TARGETS, parse_targets
 
 if sys.version_info >= (3, 11):

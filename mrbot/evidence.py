@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mrbot.records import BenchRun, JsonObject
+from mrbot.records.bench import BenchRun
+from mrbot.records.reading import JsonObject
 from mrbot.words import plural
 
 SCHEMA = 2

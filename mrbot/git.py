@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.config import Config, parse_config, state_dir
-from mrbot.records import ChangedFile, ChangeSet, Commit, Hunk, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangedFile, ChangeSet, Commit, Hunk
 
 # Settings that make git's output independent of the user's configuration, and run no command of a checkout's
 # configuration while reading it (a file system monitor).

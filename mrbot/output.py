@@ -13,7 +13,8 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
-from mrbot.records import ChangeSet, CheckReport, Finding
+from mrbot.records.change import ChangeSet
+from mrbot.records.findings import CheckReport, Finding
 from mrbot.render import render
 from mrbot.rules import Rule
 from mrbot.words import plural

@@ -32,18 +32,11 @@ from mrbot.config import Config, state_dir
 from mrbot.coverage import OpCoverage, read_observations
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.progress import say
-from mrbot.records import (
-    PAIRED_MIN_ROUNDS,
-    BenchRequest,
-    BenchRun,
-    ChangedFile,
-    ChangeSet,
-    CheckReport,
-    MrbotError,
-    Selection,
-    TestRun,
-    check_workers,
-)
+from mrbot.records import MrbotError
+from mrbot.records.bench import PAIRED_MIN_ROUNDS, BenchRequest, BenchRun, check_workers
+from mrbot.records.change import ChangedFile, ChangeSet
+from mrbot.records.findings import CheckReport
+from mrbot.records.testruns import Selection, TestRun
 from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change

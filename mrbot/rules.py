@@ -26,7 +26,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mrbot.config import OFF, Config
-from mrbot.records import SEVERITIES, ChangedFile, ChangeSet, MrbotError, Selection
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangedFile, ChangeSet
+from mrbot.records.findings import SEVERITIES
+from mrbot.records.testruns import Selection
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING
 
 from mrbot import git
 from mrbot.config import Config, state_dir, write_whole
-from mrbot.records import ChangedFile, ChangeSet, MrbotError, SelectedTest, Selection, only_binds
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangedFile, ChangeSet
+from mrbot.records.source import only_binds
+from mrbot.records.testruns import SelectedTest, Selection
 from mrbot.words import plural
 
 if TYPE_CHECKING:

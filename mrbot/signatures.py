@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mrbot.records import ChangeSet
+from mrbot.records.change import ChangeSet
 from mrbot.selection import Graph, definition_chain, implementation, is_jit, parse_file
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.config import state_dir
-from mrbot.records import BenchRun, MrbotError, Revision
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRun, Revision
 
 SCHEMA = 1
 FILE = 'history.sqlite3'

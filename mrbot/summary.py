@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import PurePosixPath
 
 from mrbot.config import Config
-from mrbot.records import ChangedFile, ChangeSet
+from mrbot.records.change import ChangedFile, ChangeSet
 
 # Folders and files whose purpose names a tag no path component spells.
 AREA_TAGS = {'mrbot': 'Bot', 'templates': 'Bot', 'checks': 'Checks', 'tests': 'Test', 'docs': 'Docs',

@@ -24,22 +24,22 @@ from mrbot.bench.ncu import profile
 from mrbot.bench.specs import OpSpec, evaluate, format_specs, op_folder, touched_ops
 from mrbot.config import state_dir
 from mrbot.progress import Progress, say
-from mrbot.records import (
+from mrbot.records import MrbotError
+from mrbot.records.bench import (
     BENCH_DISPATCH,
     BENCH_MODES,
     BenchRequest,
     BenchRow,
     BenchRun,
-    FileRun,
     Gate,
     Machine,
-    MrbotError,
     Revision,
     Shape,
     Statistics,
     check_min_effect,
     parse_environment,
 )
+from mrbot.records.testruns import FileRun
 from mrbot.stack import require_kernel_stack
 from mrbot.store import Store
 from mrbot.testing import (

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mrbot.config import Config
-from mrbot.records import BENCH_MODES, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BENCH_MODES
 from mrbot.selection import Graph, change_seeds, definition_chain, implementation
 
 if TYPE_CHECKING:

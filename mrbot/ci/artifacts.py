@@ -11,7 +11,8 @@ from pathlib import Path
 
 from mrbot import git
 from mrbot.forges import ANNOTATION_LEVELS, CONCLUSIONS, Forge, PullRequest
-from mrbot.records import BENCH_MODES, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BENCH_MODES
 
 ARTIFACT = 'mrbot-artifact.json'
 # What each triggering event may leave: a report from `mrbot PR`, results and notes from `mrbot command`.

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from mrbot.commands import Seal
 from mrbot.forges import Forge, connect, utc_timestamp
-from mrbot.records import JsonObject, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.reading import JsonObject
 
 
 class Ended(Exception):

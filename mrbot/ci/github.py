@@ -23,7 +23,8 @@ from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, writable, write_outputs
 from mrbot.ci.poster import bot_bodies, post, post_run
 from mrbot.config import Config, load_config
-from mrbot.records import JsonObject, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.reading import JsonObject
 from mrbot.workspace import Workspace
 
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')

@@ -14,7 +14,9 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
 from mrbot.config import Config
-from mrbot.records import BENCH_MODES, BenchRequest, BenchRun, MrbotError, TestRun
+from mrbot.records import MrbotError
+from mrbot.records.bench import BENCH_MODES, BenchRequest, BenchRun
+from mrbot.records.testruns import TestRun
 from mrbot.render import render
 from mrbot.selection import select_change
 from mrbot.stack import require_kernel_stack

@@ -7,7 +7,7 @@ from __future__ import annotations
 from mrbot import git
 from mrbot.check import evaluate
 from mrbot.output import format_report, summary
-from mrbot.records import CheckReport
+from mrbot.records.findings import CheckReport
 from mrbot.rules import all_rules
 from mrbot.workspace import Workspace
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from mrbot import git
 from mrbot.config import Config
 from mrbot.output import format_report
-from mrbot.records import ChangeSet, CheckReport, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangeSet
+from mrbot.records.findings import CheckReport
 from mrbot.rules import all_rules, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mrbot.bench import stats
 from mrbot.loop.records import Loop, Try
-from mrbot.records import BenchRow, BenchRun
+from mrbot.records.bench import BenchRow, BenchRun
 from mrbot.render import render
 
 # Summary statistics of a side's per-round medians, in the order the claim shows them.

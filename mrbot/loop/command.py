@@ -22,11 +22,11 @@ from mrbot.bench.command import DEFAULT_MIN_EFFECT, format_table
 from mrbot.loop import protocol
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import COUNTED, Loop, Plan, Try
-from mrbot.records import (
+from mrbot.records import MrbotError
+from mrbot.records.bench import (
     BENCH_DISPATCH,
     BENCH_MODES,
     PAIRED_MIN_ROUNDS,
-    MrbotError,
     check_min_effect,
     check_workers,
     parse_environment,

@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from mrbot.bench.specs import OpSpec, op_folder
 from mrbot.config import Config
-from mrbot.records import JsonObject, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.reading import JsonObject
 
 # Imported names whose definitions turn a difference into a pass or a fail.
 _COMPARISONS = ('close', 'tol', 'assert')

@@ -21,7 +21,9 @@ from mrbot.loop.claim import claim, no_go
 from mrbot.loop.contract import freeze
 from mrbot.loop.records import FROZEN, IMPLAUSIBLE, INTERRUPTED, NOT_REPEATED, Loop, Plan, Reason, Try
 from mrbot.progress import say
-from mrbot.records import BenchRun, ChangeSet, Gate, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRun, Gate
+from mrbot.records.change import ChangeSet
 from mrbot.rules import all_rules
 from mrbot.store import Store
 from mrbot.workspace import Workspace

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from mrbot.bench import stats
 from mrbot.loop.contract import Contract
-from mrbot.records import BENCH_DISPATCH, BenchRequest, BenchRun, JsonObject, parse_environment
+from mrbot.records.bench import BENCH_DISPATCH, BenchRequest, BenchRun, parse_environment
+from mrbot.records.reading import JsonObject
 from mrbot.store import FILE, LoopRow, TryRow
 
 # What a try came to: refused before running (frozen contract, gaming rule), red (compile or gate), interrupted (its

@@ -11,7 +11,9 @@ import json
 import pytest
 
 from mrbot.cli import main
-from mrbot.records import BenchRequest, BenchRun, JsonObject, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRequest, BenchRun
+from mrbot.records.reading import JsonObject
 
 MACHINE = {'torch': '2.9.0', 'triton': '3.6.0', 'cuda': '12.8', 'python': '3.11.9', 'dispatch': False,
            'interpreter': False, 'gpu': 'NVIDIA H100 80GB HBM3', 'capability': 'sm_90', 'multiprocessors': 132,

@@ -16,7 +16,8 @@ from mrbot.bench import command as bench_command
 from mrbot.ci import job
 from mrbot.ci.artifacts import ARTIFACT, read_artifact
 from mrbot.cli import main
-from mrbot.records import BenchRow, BenchRun, Gate, Machine, MrbotError, Revision, Shape, Statistics
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRow, BenchRun, Gate, Machine, Revision, Shape, Statistics
 from mrbot.store import Store
 from mrbot.testing import Gpu
 from tests.mrbot.forges.fakeforge import FakeGitHub

@@ -12,7 +12,9 @@ import json
 import pytest
 
 from mrbot.evidence import ChecklistItem, Evidence, Step, checklist, conclusion
-from mrbot.records import BenchRun, JsonObject, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRun
+from mrbot.records.reading import JsonObject
 from tests.mrbot.test_bench_input import single
 
 

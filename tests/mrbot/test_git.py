@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from mrbot import git
-from mrbot.records import ChangedFile, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.change import ChangedFile
 
 
 def _change(repo, base='HEAD', head=None, **kwargs):

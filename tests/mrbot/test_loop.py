@@ -16,7 +16,8 @@ from mrbot.cli import main
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import Plan
 from mrbot.prepare import loop_outcomes
-from mrbot.records import JsonObject, parse_environment
+from mrbot.records.bench import parse_environment
+from mrbot.records.reading import JsonObject
 from mrbot.testing import Gpu
 from tests.mrbot.loop_repo import GATE, KERNEL, files
 

@@ -18,7 +18,8 @@ from mrbot import evidence, prepare, selection
 from mrbot.cli import main
 from mrbot.config import load_config
 from mrbot.prepare import BODY_FILE, render_body
-from mrbot.records import BenchRun, MrbotError
+from mrbot.records import MrbotError
+from mrbot.records.bench import BenchRun
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mrbot.records import ChangedFile, ChangeSet
+from mrbot.records.change import ChangedFile, ChangeSet
 from mrbot.signatures import breaking_changes
 
 OP = '''

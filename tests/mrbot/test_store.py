@@ -19,7 +19,7 @@ import pytest
 
 from mrbot.cli import main
 from mrbot.history import sparkline
-from mrbot.records import BenchRow, BenchRun, Gate, Machine, Revision, Shape
+from mrbot.records.bench import BenchRow, BenchRun, Gate, Machine, Revision, Shape
 from mrbot.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

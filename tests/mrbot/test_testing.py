@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from mrbot import records
+from mrbot.records import testruns
 from mrbot.testing import WORKERS_VARIABLE, device_label, execute, format_run, processes_per_test_file
 
 # long enough for pytest to start on a loaded 2-core machine; the hanging file waits it out
@@ -273,7 +274,7 @@ def test_a_collection_error_is_one_failure_with_its_exception(suite):
     _, runs, _ = suite
     run = runs['suite/test_broken.py']
     assert (run.passed, run.failed, run.note) == (0, 1, 'pytest exited with code 2')
-    assert run.failures == (records.TestFailure(
+    assert run.failures == (testruns.TestFailure(
         'suite/test_broken.py', "ModuleNotFoundError: No module named 'not_a_module_mrbot_knows'"),)
 
 
@@ -288,7 +289,7 @@ def test_progress_reports_each_file_once_as_it_finishes(suite):
 
 def test_the_summary_totals_a_real_run(suite):
     _, runs, _ = suite
-    text = format_run(records.TestRun('Triton interpreter (CPU)', tuple(runs.values())))
+    text = format_run(testruns.TestRun('Triton interpreter (CPU)', tuple(runs.values())))
     assert text.splitlines()[-1] == '7 passed, 4 failed, 1 skipped, 1 flaky in 7 files (Triton interpreter (CPU))'
     assert 'FAILED suite/test_fail.py::TestThing::test_size[32]\n    AssertionError: attempt 2\n' in text
     assert f'suite/test_hang.py: timed out after {TIMEOUT:g} s\n' in text
@@ -395,10 +396,10 @@ def test_importing_the_module_does_not_import_torch():
 
 
 def test_the_summary_is_a_table_then_failures_then_totals():
-    fast = records.FileRun('tests/ops/test_a.py', ('python',), 'off', 1.25, 12, 1, 0, 1,
-                           (records.TestFailure('tests/ops/test_a.py::test_x[2]', 'AssertionError: o diff\nratio 0.3'),))
-    slow = records.FileRun('tests/test_b.py', ('python',), 'default', 10.0, 0, 0, 0, 0, (), 'no tests collected')
-    text = format_run(records.TestRun('compiled on NVIDIA H200 (sm_90)', (fast, slow)))
+    fast = testruns.FileRun('tests/ops/test_a.py', ('python',), 'off', 1.25, 12, 1, 0, 1,
+                           (testruns.TestFailure('tests/ops/test_a.py::test_x[2]', 'AssertionError: o diff\nratio 0.3'),))
+    slow = testruns.FileRun('tests/test_b.py', ('python',), 'default', 10.0, 0, 0, 0, 0, (), 'no tests collected')
+    text = format_run(testruns.TestRun('compiled on NVIDIA H200 (sm_90)', (fast, slow)))
     assert text == (
         'file                 dispatch  passed  failed  crashed  skipped  flaky  seconds\n'
         'tests/ops/test_a.py  off           12       1        0        0      1      1.2\n'
@@ -412,10 +413,10 @@ def test_the_summary_is_a_table_then_failures_then_totals():
 
 
 def test_the_summary_names_the_crashed_test_and_counts_what_passed_after_restart():
-    crashed = records.FileRun('tests/ops/test_kda.py', ('python',), 'off', 30.0, 80, 0, 0, 0, (), 'restarted',
-                              (records.TestFailure('tests/ops/test_kda.py::test_x[7]', 'CUDA error: an illegal memory'),),
+    crashed = testruns.FileRun('tests/ops/test_kda.py', ('python',), 'off', 30.0, 80, 0, 0, 0, (), 'restarted',
+                              (testruns.TestFailure('tests/ops/test_kda.py::test_x[7]', 'CUDA error: an illegal memory'),),
                               79)
-    text = format_run(records.TestRun('compiled on NVIDIA H200 (sm_90)', (crashed,)))
+    text = format_run(testruns.TestRun('compiled on NVIDIA H200 (sm_90)', (crashed,)))
     assert 'CRASHED tests/ops/test_kda.py::test_x[7]\n    CUDA error: an illegal memory\n' in text
     assert text.splitlines()[-1] == ('80 passed, 0 failed, 1 crashed (79 passed after restart), 0 skipped, 0 flaky '
                                      'in 1 file (compiled on NVIDIA H200 (sm_90))')
