@@ -278,8 +278,9 @@ def test_stage(workspace: Workspace, reach: Reach | None, options: PrepareOption
     callables = dict(reach.callables)
     watch = _coverage_environment(root, callables, coverage_dir) if callables else {}
     on_gpu = device.startswith('compiled')
-    # on a GPU one file at a time, its tests spread over processes; on CPU one process per file, files in parallel
-    workers = processes_per_test_file(options.test_workers, '--test-workers') if on_gpu else 1
+    # on a GPU one file at a time, its tests spread over processes; on CPU the files side by side, one process each
+    # unless asked otherwise
+    workers = processes_per_test_file(options.test_workers, '--test-workers')
     try:
         files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, options.test_timeout, 'off',
                                       quiet=options.quiet, interpret=not on_gpu,
@@ -337,6 +338,7 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
     title, title_source = choose_title(change, config, options.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+    change_json = _change_json(change, workspace)
     device = device_label()
     public = exported(workspace.graph, change, config.public_roots)
     steps = _Steps(6, options.quiet)
@@ -352,10 +354,9 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
     except KeyboardInterrupt:
         tested = tested or steps.partial.get('tests')
         bench = bench or steps.partial.get('bench')
-        raise PrepareInterrupted(_evidence(created, device, _change_json(change, workspace), reach, matrix, report,
-                                           tested, breaking, bench, steps.done)) from None
-    record = _evidence(created, device, _change_json(change, workspace), reach, matrix, report, tested, breaking, bench,
-                       steps.done)
+        raise PrepareInterrupted(_evidence(created, device, change_json, reach, matrix, report, tested, breaking, bench,
+                                           steps.done)) from None
+    record = _evidence(created, device, change_json, reach, matrix, report, tested, breaking, bench, steps.done)
     record.loops = loop_outcomes(root, record.ops)
     return record
 
@@ -364,11 +365,12 @@ def _evidence(created: str, device: str, change: dict, reach: Reach | None, matr
               report: CheckReport | None, tested: Tested | None, breaking: tuple[BreakingChange, ...] | None,
               bench: BenchRun | None, steps: list[Step]) -> Evidence:
     """The Evidence record of the stages' records, with the conclusion and the checklist they support."""
-    from mrbot.compile.matrix import evidence_of
-
-    record = Evidence(created, device, change, check=report.to_json() if report else None,
-                      compile=evidence_of(matrix) if matrix else None, bench=bench, steps=steps,
+    record = Evidence(created, device, change, check=report.to_json() if report else None, bench=bench, steps=steps,
                       breaking=[b.to_json() for b in breaking] if breaking is not None else None)
+    if matrix is not None:
+        from mrbot.compile.matrix import evidence_of
+
+        record.compile = evidence_of(matrix)
     if reach is not None:
         record.selection = reach.selection.to_json()
         record.reached, record.ops, record.bench_ops = list(reach.reached), list(reach.ops), list(reach.bench_ops)

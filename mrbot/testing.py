@@ -163,17 +163,20 @@ def device_label() -> str:
 
 
 def processes_per_test_file(requested: int, flag: str) -> int:
-    """Processes that share one test file on this machine: `requested` when above 0, else the runner's
-    MRBOT_TEST_WORKERS, else sized from the machine. On a GPU each process compiles its kernels on a core and holds a
-    CUDA context, Triton's compiler and an op test's tensors: three quarters of the cores, and GPU_MEMORY_PER_WORKER
-    each. Without a GPU, 1: there the test files themselves run side by side."""
+    """Processes that share one test file on this machine: `requested` when above 0, else the machine's
+    MRBOT_TEST_WORKERS where it is set, else sized from the machine. On a GPU each process compiles its kernels on a
+    core and holds a CUDA context, Triton's compiler and an op test's tensors: three quarters of the cores, and
+    GPU_MEMORY_PER_WORKER each. Without a GPU, 1: there the test files themselves run side by side."""
     check_workers(requested, flag)
     if requested:
         return requested
     configured = os.environ.get(WORKERS_VARIABLE, '').strip()
     if configured:
-        if not configured.isdigit() or int(configured) < 1:
-            raise MrbotError(f'{WORKERS_VARIABLE}={configured!r}: expected a whole number of test processes, 1 or more')
+        if not re.fullmatch(r'[1-9][0-9]{0,3}', configured):
+            raise MrbotError(f'{WORKERS_VARIABLE}={configured!r}: expected a whole number of test processes, 1 to 9999')
+        if configured != '1' and importlib.util.find_spec('xdist') is None:
+            raise MrbotError(f'{WORKERS_VARIABLE}={configured} needs pytest-xdist in this environment: pip install '
+                             'pytest-xdist')
         return int(configured)
     gpu = local_gpu()
     if gpu is None or importlib.util.find_spec('xdist') is None:

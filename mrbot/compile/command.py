@@ -77,7 +77,8 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
         return ''
     kernels = kernels_of(workspace.graph.index, workspace.config)
     plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
-    jobs = os.cpu_count() or 1
+    # the cores this process may run on, which a container or a runner's CPU set makes fewer than the machine's
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
     matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
                           workspace.config.compile_test_seconds)
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')

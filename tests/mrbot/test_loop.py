@@ -16,6 +16,7 @@ from mrbot.cli import main
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import Plan
 from mrbot.prepare import loop_outcomes
+from mrbot.records import MrbotError
 from mrbot.records.bench import parse_environment
 from mrbot.records.reading import JsonObject
 from mrbot.testing import Gpu
@@ -210,6 +211,24 @@ def test_on_a_gpu_the_gates_kernels_are_compiled_once_before_its_tests(repo, mon
     # one binary per launch the gate makes, where a launch on the GPU looks it up
     binaries = [entry for entry in (tmp_path / 'triton').iterdir() if (entry / 'product_kernel.cubin').exists()]
     assert len(binaries) == int(said.group(1)) > 0
+
+
+def test_a_gate_whose_kernels_cannot_be_compiled_ahead_runs_all_the_same(repo, monkeypatch, capsys, stand_in_gpu):
+    """Compiling ahead only saves time: where it fails, the gate's tests compile what they launch, as before."""
+    from mrbot.compile import command as compile_command
+
+    def broken(*args):
+        raise MrbotError('lib/other.py:5: TARGETS declares the targets a module is written for')
+
+    monkeypatch.setattr(command, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setattr(compile_command, 'warm_kernel_cache', broken)
+    repo.commit(files(BASELINE_DELAY))
+    monkeypatch.chdir(repo.root)
+    code, out, err = _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3')
+    assert code == 0 and 'loop 1 of product started' in out
+    assert ('gate: kernels not compiled ahead (MrbotError: lib/other.py:5: TARGETS declares the targets a module is '
+            'written for); the tests compile them') in err.splitlines()
+    assert 'gate passed' in err
 
 
 def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, monkeypatch, capsys, stand_in_gpu):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -381,12 +382,21 @@ def test_without_a_gpu_a_test_file_is_one_process(monkeypatch):
     assert processes_per_test_file(0, '--workers') == 1
 
 
-@pytest.mark.parametrize('value', ['0', 'many', '-2', '1.5'])
+@pytest.mark.parametrize('value', ['0', 'many', '-2', '1.5', '\u00b2', '10000', '9' * 5000])
 def test_a_bad_runner_worker_count_is_a_clear_error(monkeypatch, value):
     monkeypatch.setenv(WORKERS_VARIABLE, value)
     with pytest.raises(records.MrbotError) as error:
         processes_per_test_file(0, '--workers')
-    assert str(error.value) == f"MRBOT_TEST_WORKERS={value!r}: expected a whole number of test processes, 1 or more"
+    assert str(error.value) == f"MRBOT_TEST_WORKERS={value!r}: expected a whole number of test processes, 1 to 9999"
+
+
+def test_a_runner_worker_count_without_xdist_names_the_variable(monkeypatch):
+    monkeypatch.setenv(WORKERS_VARIABLE, '4')
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: None if name == 'xdist' else real(name, *a))
+    with pytest.raises(records.MrbotError) as error:
+        processes_per_test_file(0, '--workers')
+    assert str(error.value) == 'MRBOT_TEST_WORKERS=4 needs pytest-xdist in this environment: pip install pytest-xdist'
 
 
 def test_importing_the_module_does_not_import_torch():
