@@ -15,7 +15,7 @@ import time
 import pytest
 
 from mrbot.cli import main
-from mrbot.compile.launches import Launch
+from mrbot.compile.launches import Launch, compile_environment
 from mrbot.compile.matrix import _cell_key, quick_cells
 from mrbot.targets import TARGETS
 
@@ -446,19 +446,19 @@ def test_check_compiles_an_edited_kernel_quickly_and_says_what_it_left(library, 
 
 
 def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsys, monkeypatch):
-    from mrbot.compile import matrix
+    from mrbot.compile import matrix, processes
 
-    monkeypatch.setenv(matrix.SERVER_SWITCH, '1')
-    monkeypatch.setattr(matrix, 'SERVER_IDLE_S', 20)
+    monkeypatch.setenv(processes.SERVER_SWITCH, '1')
+    monkeypatch.setattr(processes, 'SERVER_IDLE_S', 20)
     assert main(['compile', '--all', '--targets', 'sm_90']) == 1
     assert 'a compile server stays' in capsys.readouterr().err
-    address = matrix.server_address(matrix.compile_environment())
+    address = processes.server_address(compile_environment())
     deadline = time.monotonic() + 60
     while not address.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     started = []
-    popen = matrix.subprocess.Popen
-    monkeypatch.setattr(matrix.subprocess, 'Popen', lambda command, **kwargs: started.append(command) or popen(command,
+    popen = processes.subprocess.Popen
+    monkeypatch.setattr(processes.subprocess, 'Popen', lambda command, **kwargs: started.append(command) or popen(command,
                                                                                                                 **kwargs))
     # the fix of the loop-carried type: a server that had imported the kernels would still fail it
     library.write({'lib/ops.py': OPS.replace('_ = o_x < n', 'm_x = o_x < n').replace('mask=_', 'mask=m_x')})
@@ -466,7 +466,7 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     cells = json.loads(capsys.readouterr().out)['compile']['cells']
     assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['ok']
     # no compile process was started: the server forked them
-    assert [command for command in started if matrix.worker_module.__file__ in command] == []
+    assert [command for command in started if processes.worker_module.__file__ in command] == []
     # a repository moved away and put back changed at its path: the server's processes compile what the path holds
     moved = library.root.with_name('moved')
     library.root.rename(moved)
@@ -476,12 +476,12 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     assert main(['compile', '--all', '--targets', 'sm_90', '--format', 'json']) == 1
     cells = json.loads(capsys.readouterr().out)['compile']['cells']
     assert [c['status'] for c in cells if c['kernel'] == 'total_kernel'] == ['error']
-    assert [command for command in started if matrix.worker_module.__file__ in command] == []
+    assert [command for command in started if processes.worker_module.__file__ in command] == []
     # a server that was not there is not taken for one
     monkeypatch.setattr(matrix, 'server_address', lambda env: library.root / 'nothing.sock')
     library.write({'lib/ops.py': OPS.replace('b_acc', 'b_sum')})
     assert main(['compile', '--all', '--targets', 'sm_90']) == 1
-    assert any(matrix.worker_module.__file__ in command for command in started)
+    assert any(processes.worker_module.__file__ in command for command in started)
 
 
 @pytest.mark.parametrize(('switch', 'terminal', 'ci', 'pythonpath', 'served'), [
@@ -494,13 +494,13 @@ def test_a_compile_server_keeps_torch_imported_and_sees_each_edit(library, capsy
     pytest.param('1', True, None, '', False, id='an-empty-pythonpath-entry'),
 ])
 def test_where_a_compile_server_may_serve(monkeypatch, switch, terminal, ci, pythonpath, served):
-    from mrbot.compile import matrix
+    from mrbot.compile import processes
 
-    for name, value in ((matrix.SERVER_SWITCH, switch), ('CI', ci)):
+    for name, value in ((processes.SERVER_SWITCH, switch), ('CI', ci)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    monkeypatch.setattr(matrix.sys.stderr, 'isatty', lambda: terminal)
+    monkeypatch.setattr(processes.sys.stderr, 'isatty', lambda: terminal)
     env = {'PATH': '/usr/bin'} if pythonpath is None else {'PATH': '/usr/bin', 'PYTHONPATH': pythonpath}
-    assert (matrix.server_address(env) is not None) == served
+    assert (processes.server_address(env) is not None) == served
