@@ -34,10 +34,15 @@ _REFUSED: set[str] = set()
 
 
 def out_of_reach(path: str) -> bool:
-    """Whether `path` is a real file or folder (no link) that this process's user neither owns nor may write."""
+    """Whether `path` is a real file or folder (no link) that this process's user neither owns nor may write, and
+    that no group or other user may write either (a runner user in the owner's group could plant entries), short of
+    a folder whose sticky bit keeps its entries their owners' (`/tmp`)."""
     try:
         status = os.lstat(path)
     except OSError:
+        return False
+    shared_write = status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if shared_write and not (stat.S_ISDIR(status.st_mode) and status.st_mode & stat.S_ISVTX):
         return False
     return not stat.S_ISLNK(status.st_mode) and status.st_uid != os.geteuid() and not os.access(path, os.W_OK)
 

@@ -165,21 +165,6 @@ def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set(
         assert 'python -m mrbot.cli action' in text and 'PIP_EXTRA_INDEX_URL' not in text, name
 
 
-def test_the_kernel_cache_filler_runs_the_default_branch_alone_and_writes_only_its_repositorys_layer():
-    """What it writes, every later job of every pull request loads: so nothing of a pull request may run in it."""
-    workflow = WORKFLOWS / 'mrbot-kernel-cache.yml'
-    text = workflow.read_text()
-    triggers = text.split('\non:\n', 1)[1].split('\npermissions:', 1)[0]
-    assert re.findall(r'^  ([a-z_]+):', triggers, re.M) == ['push', 'schedule', 'workflow_dispatch']
-    assert 'branches: [main]' in triggers
-    [job] = _jobs(workflow).values()
-    permissions = job.split('\n    permissions:\n', 1)[1].split('\n    env:', 1)[0]
-    assert re.findall(r'^ {6}([a-z-]+): (\w+)', permissions, re.M) == [('contents', 'read')]
-    assert 'ref: ${{ github.event.repository.default_branch }}' in job and 'persist-credentials: false' in job
-    assert 'export TRITON_CACHE_DIR="$MRBOT_SHARED_TRITON_CACHE/$GITHUB_REPOSITORY"' in job
-    assert 'mrbot" compile --all --depth binary' in job and 'secrets.' not in job
-
-
 def test_no_workflow_is_in_a_concurrency_group_a_pull_request_could_join():
     # N10: a concurrency group is the repository's ("Control the concurrency of workflows and jobs"), and a fork's
     # pull_request run is a run of this repository with the workflow files as the fork has them: naming a group with

@@ -114,3 +114,26 @@ def test_each_repository_reads_only_its_own_subfolder(tmp_path, monkeypatch):
     assert _files(tmp_path / 'other-job')
     assert _compile(monkeypatch, 64, tmp_path / 'job', shared, 'owner/kernels') == trusted
     assert _files(tmp_path / 'job') == {}
+
+
+@pytest.mark.parametrize(('mode', 'read'), [(0o644, True), (0o664, False), (0o646, False)])
+def test_an_entry_a_group_or_other_users_may_write_is_out_of_reach_no_more(tmp_path, monkeypatch, mode, read):
+    """Owned by another user and not writable by this job's: read, unless the owner's group or everyone may write it,
+    since another runner user could then have planted it."""
+    entry = tmp_path / 'entry.cubin'
+    entry.write_bytes(b'binary')
+    entry.chmod(mode)
+    monkeypatch.setattr(triton_cache.os, 'geteuid', lambda: entry.stat().st_uid + 1)
+    monkeypatch.setattr(triton_cache.os, 'access', lambda path, how: False)
+    assert triton_cache.out_of_reach(str(entry)) is read
+
+
+def test_a_sticky_folder_everyone_may_write_still_keeps_its_entries_their_owners(tmp_path, monkeypatch):
+    folder = tmp_path / 'tmp'
+    folder.mkdir()
+    folder.chmod(0o1777)
+    monkeypatch.setattr(triton_cache.os, 'geteuid', lambda: folder.stat().st_uid + 1)
+    monkeypatch.setattr(triton_cache.os, 'access', lambda path, how: False)
+    assert triton_cache.out_of_reach(str(folder))
+    folder.chmod(0o777)
+    assert not triton_cache.out_of_reach(str(folder))
