@@ -41,6 +41,7 @@ from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import BreakingChange, breaking_changes, exported, reached_ops
+from mrbot.stack import usable_cores
 from mrbot.store import Store
 from mrbot.summary import area, choose_title, line_counts, test_changes
 from mrbot.testing import (
@@ -208,7 +209,7 @@ class _Steps:
             raise
         except MrbotError as error:
             step = Step(name, 'error', detail=str(error))
-        except Exception as error:  # a bug in one stage must not cost the evidence of the others
+        except Exception as error:  # noqa: BLE001 - a bug in one stage must not cost the evidence of the others
             traceback.print_exc()
             step = Step(name, 'error', detail=f'{type(error).__name__}: {error}')
         step = dataclasses.replace(step, seconds=time.monotonic() - start)
@@ -282,7 +283,7 @@ def test_stage(workspace: Workspace, reach: Reach | None, options: PrepareOption
     # unless asked otherwise
     workers = processes_per_test_file(options.test_workers, '--test-workers')
     try:
-        files = execute_with_progress(targets, root, 1 if on_gpu else os.cpu_count() or 1, options.test_timeout, 'off',
+        files = execute_with_progress(targets, root, 1 if on_gpu else usable_cores(), options.test_timeout, 'off',
                                       quiet=options.quiet, interpret=not on_gpu,
                                       pytest_args=xdist_args(workers, '--test-workers'), environment=watch)
     except TestsInterrupted as stopped:

@@ -1,11 +1,13 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
 """The kernel stack (torch and Triton, the `kernels` extra): whether this environment has it, and the one line a
-command that needs it stops with where it does not. The bot's light core (check, rules, init, action) runs without."""
+command that needs it stops with where it does not; and the cores its processes may share. The bot's light core
+(check, rules, init, action) runs without the stack."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 
 from mrbot.records import MrbotError
 
@@ -30,3 +32,10 @@ def require_kernel_stack(command: str) -> None:
     if missing := missing_kernel_stack():
         raise MrbotError(f"{command} needs torch and triton ({' and '.join(missing)} not installed): "
                          "pip install 'mrbot[kernels]'")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: a container's or a runner's CPU set makes them fewer than the machine's."""
+    if hasattr(os, 'sched_getaffinity'):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1

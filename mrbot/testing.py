@@ -30,7 +30,7 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import check_workers
 from mrbot.records.testruns import FileRun, Selection, TestFailure, TestRun
 from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
-from mrbot.stack import require_kernel_stack
+from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.words import plural
 from mrbot.workspace import Workspace
 
@@ -55,7 +55,8 @@ _STICKY_DEVICE_ERRORS = re.compile(
     r'|INVALID_PC|LAUNCH_TIMEOUT|INVALID_ADDRESS_SPACE)\b')
 # A file whose tests crash more often than this gets no more fresh processes: the rest are reported as they ran.
 _MAX_RESTARTS = 8
-# 12 processes ran the KDA gate on a 16-core, 80 GB H100 (docs/gpu-runs.md); each needs a few GiB at the suites' sizes
+# A budget, not a measurement: 12 processes ran the KDA gate on a 16-core, 80 GB H100 (docs/gpu-runs.md), whose memory
+# per process was not read; 6 GiB each keeps that count there and fewer on smaller cards
 GPU_MEMORY_PER_WORKER = 6 * 2**30
 # the runner's own count of test processes per file, where its cores or GPU memory are shared with other jobs
 WORKERS_VARIABLE = 'MRBOT_TEST_WORKERS'
@@ -141,6 +142,15 @@ class Gpu:
     capability: tuple[int, int]
     memory_bytes: int
 
+    @property
+    def arch(self) -> int:
+        """The compute capability as Triton's targets number it: 90 for sm_90, 100 for sm_100."""
+        return self.capability[0] * 10 + self.capability[1]
+
+    @property
+    def target(self) -> str:
+        return f'sm_{self.arch}'
+
 
 def local_gpu() -> Gpu | None:
     """The first CUDA GPU torch sees, or None."""
@@ -158,8 +168,7 @@ def device_label() -> str:
     gpu = local_gpu()
     if gpu is None:
         return 'Triton interpreter (CPU)'
-    major, minor = gpu.capability
-    return f'compiled on {gpu.name} (sm_{major}{minor})'
+    return f'compiled on {gpu.name} ({gpu.target})'
 
 
 def processes_per_test_file(requested: int, flag: str) -> int:
@@ -174,14 +183,13 @@ def processes_per_test_file(requested: int, flag: str) -> int:
     if configured:
         if not re.fullmatch(r'[1-9][0-9]{0,3}', configured):
             raise MrbotError(f'{WORKERS_VARIABLE}={configured!r}: expected a whole number of test processes, 1 to 9999')
-        if configured != '1' and importlib.util.find_spec('xdist') is None:
-            raise MrbotError(f'{WORKERS_VARIABLE}={configured} needs pytest-xdist in this environment: pip install '
-                             'pytest-xdist')
+        # refused here, where the count's source is known, rather than by the caller's flag
+        xdist_args(int(configured), WORKERS_VARIABLE)
         return int(configured)
     gpu = local_gpu()
     if gpu is None or importlib.util.find_spec('xdist') is None:
         return 1
-    return max(1, min((os.cpu_count() or 1) * 3 // 4, gpu.memory_bytes // GPU_MEMORY_PER_WORKER))
+    return max(1, min(usable_cores() * 3 // 4, gpu.memory_bytes // GPU_MEMORY_PER_WORKER))
 
 
 def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
@@ -644,7 +652,7 @@ def run(args: argparse.Namespace) -> int:
               + ' Python that a test imports')
         return 0
     device = device_label()
-    jobs = args.jobs or (1 if device.startswith('compiled') else os.cpu_count() or 1)
+    jobs = args.jobs or (1 if device.startswith('compiled') else usable_cores())
     workers = processes_per_test_file(args.workers, '--workers')
     modes = ['off', 'on'] if args.dispatch == 'both' else [args.dispatch]
     say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time"

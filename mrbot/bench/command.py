@@ -144,7 +144,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
         from mrbot.compile.command import warm_kernel_cache
 
         try:
-            warmed = warm_kernel_cache(workspace, missing, gpu.capability[0] * 10 + gpu.capability[1])
+            warmed = warm_kernel_cache(workspace, missing, gpu.arch)
         except Exception as error:  # noqa: BLE001 - a speed-up only: each test compiles what it launches all the same
             warmed = f'kernels not compiled ahead ({type(error).__name__}: {error}); the tests compile them'
         if warmed:

@@ -97,7 +97,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
             raise MrbotError(f'the checkout is at {head[:12]}, but the command was authorized for {sha[:12]}')
         wanted = commands.capabilities(config.runners[runner])
         gpu = local_gpu()
-        have = f'sm_{gpu.capability[0]}{gpu.capability[1]}' if gpu else ''
+        have = gpu.target if gpu else ''
         if wanted and have not in wanted:
             raise MrbotError(f"this runner has {have or 'no GPU'}, but class {runner} needs {' or '.join(sorted(wanted))}: "
                              "fix the runner's labels")

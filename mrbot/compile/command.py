@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from mrbot.records.change import ChangeSet
 from mrbot.records.findings import CheckReport
 from mrbot.rules import all_rules, is_compile_rule
 from mrbot.selection import expand_paths
-from mrbot.stack import require_kernel_stack
+from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.targets import TARGETS, parse_targets
 from mrbot.words import plural
 from mrbot.workspace import Workspace
@@ -59,12 +58,12 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
         if not quiet:
             print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
 
-    return build_matrix(workspace.root, plan, chosen, depth, jobs or os.cpu_count() or 1, timeout,
+    return build_matrix(workspace.root, plan, chosen, depth, jobs or usable_cores(), timeout,
                         config.compile_test_seconds, say)
 
 
 def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
-    """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on all the CPU's cores, so
+    """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on every core this process may use, so
     that the test processes that follow load binaries instead of each compiling its own; the one line that says how.
 
     The launches are captured as `mrbot compile` captures them; a launch that does not compile here is compiled again,
@@ -77,8 +76,7 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
         return ''
     kernels = kernels_of(workspace.graph.index, workspace.config)
     plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
-    # the cores this process may run on, which a container or a runner's CPU set makes fewer than the machine's
-    jobs = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    jobs = usable_cores()
     matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
                           workspace.config.compile_test_seconds)
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')

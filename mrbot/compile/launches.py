@@ -40,6 +40,7 @@ from mrbot.compile import capture
 from mrbot.config import state_dir, write_whole
 from mrbot.git import run_git
 from mrbot.records import MrbotError
+from mrbot.stack import usable_cores
 from mrbot.words import plural
 
 SCHEMA = 1
@@ -167,7 +168,7 @@ def _environment(folder: Path, plugin_dir: Path | None, jobs: int) -> dict[str, 
     env = {**compile_environment(), capture.DIR_VARIABLE: str(folder)}
     # the cores are shared out as processes already; torch's own threads on top of that (one per core each) only
     # contend: 16 processes of 16 threads on a 16-core machine
-    env.setdefault('OMP_NUM_THREADS', str(max(1, (os.cpu_count() or 1) // max(1, jobs))))
+    env.setdefault('OMP_NUM_THREADS', str(max(1, usable_cores() // max(1, jobs))))
     if plugin_dir is not None:
         env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(plugin_dir), os.environ.get('PYTHONPATH')]))
         env['PYTEST_PLUGINS'] = PLUGIN

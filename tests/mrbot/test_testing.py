@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from mrbot import records
+from mrbot import records, testing
 from mrbot.records import testruns
 from mrbot.testing import WORKERS_VARIABLE, device_label, execute, format_run, processes_per_test_file
 
@@ -360,14 +360,14 @@ def test_device_label_names_the_gpu_and_its_compute_capability(monkeypatch):
 
 
 @pytest.mark.parametrize(('cores', 'gib', 'expected'), [
-    (16, 80, 12),   # an H100 runner: three quarters of the cores
-    (16, 24, 4),    # a small card: 6 GiB per process
-    (64, 141, 23),  # an H200 on a large host: its memory
-    (2, 80, 1),     # never fewer than one
+    pytest.param(16, 80, 12, id='h100-runner-three-quarters-of-the-cores'),
+    pytest.param(16, 24, 4, id='small-card-6-gib-per-process'),
+    pytest.param(64, 141, 23, id='h200-on-a-large-host-its-memory'),
+    pytest.param(2, 80, 1, id='never-fewer-than-one'),
 ])
 def test_gpu_test_processes_are_sized_from_the_cores_and_the_gpu_memory(monkeypatch, cores, gib, expected):
     monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
-    monkeypatch.setattr(os, 'cpu_count', lambda: cores)
+    monkeypatch.setattr(testing, 'usable_cores', lambda: cores)
     _stand_in_gpu(monkeypatch, gib)
     assert processes_per_test_file(0, '--workers') == expected
     # a count asked for wins over the sizing, and the runner's variable over the sizing too
@@ -396,7 +396,7 @@ def test_a_runner_worker_count_without_xdist_names_the_variable(monkeypatch):
     monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: None if name == 'xdist' else real(name, *a))
     with pytest.raises(records.MrbotError) as error:
         processes_per_test_file(0, '--workers')
-    assert str(error.value) == 'MRBOT_TEST_WORKERS=4 needs pytest-xdist in this environment: pip install pytest-xdist'
+    assert str(error.value) == 'MRBOT_TEST_WORKERS 4 needs pytest-xdist in this environment: pip install pytest-xdist'
 
 
 def test_importing_the_module_does_not_import_torch():
