@@ -33,10 +33,10 @@ from mrbot.coverage import OpCoverage, read_observations
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.progress import say
 from mrbot.records import MrbotError
-from mrbot.records.bench import PAIRED_MIN_ROUNDS, BenchRequest, BenchRun, check_workers
+from mrbot.records.bench import PAIRED_MIN_ROUNDS, BenchRequest, BenchRun
 from mrbot.records.change import ChangedFile, ChangeSet
 from mrbot.records.findings import CheckReport
-from mrbot.records.testruns import Selection, TestRun
+from mrbot.records.testruns import Selection, TestRun, check_workers
 from mrbot.render import check_template, render
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change

@@ -27,8 +27,7 @@ from pathlib import Path
 from mrbot import git
 from mrbot.progress import Progress, say
 from mrbot.records import MrbotError
-from mrbot.records.bench import check_workers
-from mrbot.records.testruns import FileRun, Selection, TestFailure, TestRun
+from mrbot.records.testruns import FileRun, Selection, TestFailure, TestRun, check_workers
 from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
 from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.words import plural

@@ -28,9 +28,9 @@ from mrbot.records.bench import (
     BENCH_MODES,
     PAIRED_MIN_ROUNDS,
     check_min_effect,
-    check_workers,
     parse_environment,
 )
+from mrbot.records.testruns import check_workers
 from mrbot.store import Store
 from mrbot.testing import xdist_args
 from mrbot.words import plural

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject, is_number
+from mrbot.records.testruns import check_workers
 
 BENCH_MODES = ('fwd', 'fwdbwd')
 BENCH_DISPATCH = ('off', 'on')
@@ -38,12 +39,6 @@ def parse_environment(assignments: Sequence[str]) -> tuple[tuple[str, str], ...]
     return tuple(sorted(pairs.items()))
 # A paired comparison's confidence interval needs this many rounds (mrbot.bench.stats.MIN_ROUNDS).
 PAIRED_MIN_ROUNDS = 3
-
-
-def check_workers(requested: int, flag: str) -> None:
-    """A count of test processes: 0 means sized for the machine that runs them."""
-    if requested < 0:
-        raise MrbotError(f'{flag} must be 0 (sized for this machine) or more, got {requested}')
 
 
 def check_min_effect(value: float) -> None:

@@ -6,6 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mrbot.records import MrbotError
+
+
+def check_workers(requested: int, flag: str) -> None:
+    """A count of test processes: 0 means sized for the machine that runs them."""
+    if requested < 0:
+        raise MrbotError(f'{flag} must be 0 (sized for this machine) or more, got {requested}')
+
 
 @dataclass(frozen=True)
 class SelectedTest:
