@@ -9,9 +9,9 @@ its own, compiles them into a shared folder, and the jobs of pull requests read 
 in the runner's environment; each repository reads its own subfolder (GitHub's `GITHUB_REPOSITORY`, GitLab's
 `CI_PROJECT_PATH`), and none where the job names no repository. Triton names each kernel's entry by a hash of its
 source, options, target and compiler, so an entry of the shared layer is only ever found by the kernel it was compiled
-from. What the job compiles goes to its own folder alone. A shared folder, a
-folder above it, an entry's folder or file that the job's own user owns or may write, or that is a link, is not read:
-that user is the pull request's code, which could plant binaries there for the next job (`docs/ci.md`).
+from. What the job compiles goes to its own folder alone. A shared folder, a folder above it, an entry's folder or file
+that the job's own user owns or may write, that a group or other users may write, or that is a link, is not read: that
+user is the pull request's code, which could plant binaries there for the next job (`docs/ci.md`).
 """
 
 from __future__ import annotations
