@@ -9,16 +9,19 @@ and the checklist and the benchmark conclusion are computed here, where they can
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
+from mrbot.coverage import OpCoverage
 from mrbot.records.bench import BenchRun
-from mrbot.records.reading import JsonObject
+from mrbot.records.compiles import CompileEvidence
+from mrbot.records.findings import CheckReport
+from mrbot.records.testruns import Selection, TestRun
+from mrbot.signatures import BreakingChange
+from mrbot.summary import ChangeSummary
 from mrbot.words import plural
 
 SCHEMA = 2
 # Hardware classes whose numbers can back a performance claim (docs: sm_90 is the baseline, sm_100 preferred).
 EVIDENCE_CLASSES = ('sm_90 baseline', 'sm_100 preferred')
-STEP_STATUSES = ('done', 'failed', 'error', 'skipped', 'pending', 'interrupted')
 # Statuses that let `mrbot prepare` exit 0: nothing found wrong, whatever could not run here said so.
 PASSING = ('done', 'skipped', 'pending')
 
@@ -38,11 +41,6 @@ class Step:
     def to_json(self) -> dict:
         return {**asdict(self), 'seconds': round(self.seconds, 2)}
 
-    @classmethod
-    def from_json(cls, fields: JsonObject) -> Step:
-        return cls(fields.text('name'), fields.choice('status', STEP_STATUSES), fields.number('seconds', 0.0),
-                   fields.text('detail', ''), fields.text('command', ''))
-
 
 @dataclass(frozen=True)
 class Conclusion:
@@ -56,10 +54,6 @@ class Conclusion:
     def to_json(self) -> dict:
         return {'kind': self.kind, 'text': self.text, 'regressed': list(self.regressed)}
 
-    @classmethod
-    def from_json(cls, fields: JsonObject) -> Conclusion:
-        return cls(fields.text('kind'), fields.text('text'), fields.texts('regressed', ()))
-
 
 @dataclass(frozen=True)
 class ChecklistItem:
@@ -72,35 +66,31 @@ class ChecklistItem:
     def to_json(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_json(cls, fields: JsonObject) -> ChecklistItem:
-        return cls(fields.text('item'), fields.flag('done'), fields.text('why'))
-
 
 @dataclass
 class Evidence:
-    """Everything `mrbot prepare` found, filled in step by step. The sections other stages write (`change`, `check`,
-    `selection`, `compile`, `tests`, `coverage`, `breaking`) are their JSON forms; `breaking` is None when the
-    signature step did not run."""
+    """Everything `mrbot prepare` found, filled in step by step: the records of its stages, None (or empty) for a stage
+    that did not run, with `test_commands` the command that reruns each test file. `loops` are the stored outcome
+    documents of the touched ops' ended loops, which go to the template as written (`mrbot/loop/claim.py`)."""
 
     created: str
     device: str
-    change: dict
-    check: dict | None = None
-    selection: dict | None = None
-    compile: dict | None = None
-    tests: dict | None = None
+    change: ChangeSummary
+    check: CheckReport | None = None
+    selection: Selection | None = None
+    compile: CompileEvidence | None = None
+    tests: TestRun | None = None
+    test_commands: dict[str, str] = field(default_factory=dict)
     reached: list[str] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
     bench_ops: list[str] = field(default_factory=list)
-    coverage: list[dict] = field(default_factory=list)
+    coverage: list[OpCoverage] = field(default_factory=list)
     bench: BenchRun | None = None
-    breaking: list[dict] | None = None
+    breaking: list[BreakingChange] | None = None
     steps: list[Step] = field(default_factory=list)
     conclusion: Conclusion | None = None
     checklist: list[ChecklistItem] = field(default_factory=list)
     pull_request: str | None = None
-    # how the optimization loops of the touched ops ended (mrbot/loop/claim.py), when the change builds on them
     loops: list[dict] = field(default_factory=list)
 
     @property
@@ -112,10 +102,16 @@ class Evidence:
         return next((step for step in self.steps if step.name == name), None)
 
     def to_json(self) -> dict:
-        out = {'schema': SCHEMA, 'created': self.created, 'device': self.device, 'change': self.change,
-               'check': self.check, 'selection': self.selection, 'compile': self.compile, 'tests': self.tests,
-               'reached': self.reached, 'ops': self.ops, 'bench_ops': self.bench_ops, 'coverage': self.coverage,
-               'bench': self.bench.to_json() if self.bench else None, 'breaking': self.breaking,
+        """The document the PR body's template reads."""
+        tests = None if self.tests is None else {**self.tests.to_json(), 'commands': self.test_commands}
+        out = {'schema': SCHEMA, 'created': self.created, 'device': self.device, 'change': self.change.to_json(),
+               'check': self.check.to_json() if self.check else None,
+               'selection': self.selection.to_json() if self.selection else None,
+               'compile': self.compile.to_json() if self.compile else None, 'tests': tests,
+               'reached': self.reached, 'ops': self.ops, 'bench_ops': self.bench_ops,
+               'coverage': [c.to_json() for c in self.coverage],
+               'bench': self.bench.to_json() if self.bench else None,
+               'breaking': None if self.breaking is None else [b.to_json() for b in self.breaking],
                'steps': [step.to_json() for step in self.steps],
                'conclusion': self.conclusion.to_json() if self.conclusion else None,
                'checklist': [item.to_json() for item in self.checklist], 'loops': self.loops}
@@ -123,38 +119,13 @@ class Evidence:
             out['pull_request'] = self.pull_request
         return out
 
-    @classmethod
-    def from_json(cls, fields: JsonObject) -> Evidence:
-        fields.schema(SCHEMA, 'an evidence record of this mrbot prepare')
-        change = fields.object('change')
-        # read for their check alone: `conclusion` reads each changed file's entry
-        change.objects('files')
-        bench, conclusion = fields.optional_object('bench'), fields.optional_object('conclusion')
-        return cls(created=fields.text('created'), device=fields.text('device'), change=change.data,
-                   check=fields.optional_mapping('check'), selection=fields.optional_mapping('selection'),
-                   compile=fields.optional_mapping('compile'), tests=fields.optional_mapping('tests'),
-                   reached=list(fields.texts('reached', ())), ops=list(fields.texts('ops', ())),
-                   bench_ops=list(fields.texts('bench_ops', ())),
-                   coverage=[c.data for c in fields.objects('coverage', [])],
-                   bench=None if bench is None else BenchRun.from_json(bench),
-                   breaking=None if fields.data.get('breaking') is None else [b.data for b in fields.objects('breaking')],
-                   steps=[Step.from_json(step) for step in fields.objects('steps', [])],
-                   conclusion=None if conclusion is None else Conclusion.from_json(conclusion),
-                   checklist=[ChecklistItem.from_json(item) for item in fields.objects('checklist', [])],
-                   pull_request=fields.optional_text('pull_request'),
-                   loops=[loop.data for loop in fields.objects('loops', [])])
-
-    @classmethod
-    def load(cls, path: Path) -> Evidence:
-        return cls.from_json(JsonObject.load(path, 'an evidence record of mrbot prepare'))
-
 
 def conclusion(record: Evidence) -> Conclusion:
     """improvement / neutral / trade-off / regression / pending / interrupted / gate-failed / not-evidence, with every
     regressed row named."""
     bench = record.bench
     if not record.bench_ops:
-        if not any(f.get('code', True) for f in record.change['files']):
+        if not any(f.code for f in record.change.files):
             return Conclusion('neutral', 'neutral: no code changed (prose, comments, docstrings, error messages, layout or '
                                          'local names only)')
         return Conclusion('neutral', "neutral: no benchmarked op's code changed (none declared in [tool.mrbot.bench] "
@@ -183,8 +154,8 @@ def conclusion(record: Evidence) -> Conclusion:
 
 
 def _rules(record: Evidence) -> set[str]:
-    check = record.check or {}
-    return {f['rule'] for f in check.get('findings', []) if f['severity'] == 'error'}
+    findings = record.check.findings if record.check else ()
+    return {f.rule for f in findings if f.severity == 'error'}
 
 
 def checklist(record: Evidence) -> list[ChecklistItem]:
@@ -192,38 +163,37 @@ def checklist(record: Evidence) -> list[ChecklistItem]:
     check_step, tests_step = record.step('check'), record.step('tests')
     checked = check_step is not None and check_step.status in ('done', 'failed')
     errors = _rules(record)
-    tests, selection = record.tests, record.selection or {}
+    tests, selection = record.tests, record.selection
     # the body lists every finding, warnings too: a box ticked beside a title warning would contradict it
-    title = [f['message'] for f in (record.check or {}).get('findings', []) if f['rule'] == 'MR-TITLE']
+    title = [f.message for f in (record.check.findings if record.check else ()) if f.rule == 'MR-TITLE']
     items = [
         ('Title is `[Tag] Summary`', checked and not title, title[0] if title else 'mrbot check (MR-TITLE)'),
         ('`mrbot check` reports no errors on the change', checked and not errors,
          f"{plural(len(errors), 'rule')} with errors" if errors else 'mrbot check'),
-        ('Dependent tests pass', bool(tests) and tests_step is not None and tests_step.status == 'done',
-         f"{sum(f['passed'] for f in tests['files'])} passed in {plural(len(tests['files']), 'file')}, {tests['device']}"
+        ('Dependent tests pass', tests is not None and tests_step is not None and tests_step.status == 'done',
+         f"{sum(f.passed for f in tests.files)} passed in {plural(len(tests.files), 'file')}, {tests.device}"
          if tests else tests_step.detail if tests_step else 'not run'),
-        ('Every changed source file is reached by a test', bool(selection) and not selection.get('unselected'),
+        ('Every changed source file is reached by a test', selection is not None and not selection.unselected,
          'import graph' if selection else 'not selected'),
     ]
     compiled = record.compile
-    if compiled and not compiled['reached']:
+    if compiled and not compiled.reached:
         items.append(('No kernel reached, so none to compile', True, 'import graph'))
     elif compiled:
         # a target the kernel is not written for ('unavailable') is neither a failure nor a compile
-        failing = [k['kernel'] for k in compiled['kernels'] if any(t['verdict'] in ('error', 'over')
-                                                                   for t in k['targets'].values())]
-        unlaunched = [k['kernel'] for k in compiled['unlaunched']]
+        failing = [k.kernel.name for k in compiled.kernels if k.fails]
+        unlaunched = [k.name for k in compiled.unlaunched]
         why = (f"{', '.join(failing)} fail or overrun shared memory" if failing else
                f"{', '.join(unlaunched)} launched by no test, so not compiled" if unlaunched else
-               f"{plural(len(compiled['kernels']), 'kernel')} in {plural(compiled['cells'], 'compile')}, the Compiles for "
+               f"{plural(len(compiled.kernels), 'kernel')} in {plural(compiled.cells, 'compile')}, the Compiles for "
                'table')
-        items.append((f"Kernels compile for {' and '.join(compiled['targets'])}", not failing and not unlaunched, why))
+        items.append((f"Kernels compile for {' and '.join(compiled.targets)}", not failing and not unlaunched, why))
     else:
         compile_step = record.step('compile')
         items.append(('Kernels compile for every GPU target', False, compile_step.detail if compile_step else 'not run'))
     if record.ops:
         coverage = record.coverage
-        missing = [f"{c['op']}: {', '.join(c['missing'])}" for c in coverage if c['missing']]
+        missing = [f"{c.op}: {', '.join(c.missing)}" for c in coverage if c.missing]
         items.append(('Tests exercise every coverage axis of the touched ops', bool(coverage) and not missing,
                       '; '.join(missing) if missing else ('coverage matrix' if coverage else 'tests not run')))
     bench = record.bench

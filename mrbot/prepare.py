@@ -43,7 +43,7 @@ from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import BreakingChange, breaking_changes, exported, reached_ops
 from mrbot.stack import usable_cores
 from mrbot.store import Store
-from mrbot.summary import area, choose_title, line_counts, test_changes
+from mrbot.summary import ChangeSummary, FileSummary, area, choose_title, line_counts, test_changes
 from mrbot.testing import (
     TestsInterrupted,
     check_timeout,
@@ -77,21 +77,16 @@ def _changes_code(file: ChangedFile, config: Config) -> bool:
     return file.changes_code or any(fnmatch.fnmatchcase(file.path, pattern) for pattern in config.data_files)
 
 
-def _change_json(change: ChangeSet, workspace: Workspace) -> dict:
-    config, root = workspace.config, workspace.root
-    files = []
-    for file in change.files:
-        added, removed = line_counts(file)
-        files.append({'path': file.path, 'status': file.status, 'area': area(file.path), 'added': added,
-                      'removed': removed, 'code': _changes_code(file, config)})
+def _change_summary(change: ChangeSet, workspace: Workspace) -> ChangeSummary:
+    config = workspace.config
+    files = tuple(FileSummary(file.path, file.status, area(file.path), *line_counts(file), _changes_code(file, config))
+                  for file in change.files)
     sources = [f.path for f in change.files if config.is_source(f.path) and f.path.endswith('.py')]
     dependents = [f.path for f in change.files if f.path.endswith('.py') and not config.is_source(f.path)]
     chains = dependency_chains(workspace.graph, sources, dependents) if sources and dependents else {}
-    return {'base': change.base, 'head': change.head or 'WORKTREE', 'branch': git.current_branch(root),
-            'title': change.title, 'title_source': change.title_source,
-            'commits': [{'sha': c.sha, 'subject': c.subject} for c in change.commits], 'files': files,
-            'tests_changed': test_changes(change, config),
-            'chains': [{'from': path, 'chain': list(chain)} for path, chain in sorted(chains.items())]}
+    return ChangeSummary(change.base, change.head or 'WORKTREE', git.current_branch(workspace.root), change.title,
+                         change.title_source, tuple((c.sha, c.subject) for c in change.commits), files,
+                         test_changes(change, config), tuple(sorted(chains.items())))
 
 
 def _coverage_environment(root: Path, callables: dict[str, str], folder: Path) -> dict[str, str]:
@@ -339,7 +334,7 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
     title, title_source = choose_title(change, config, options.title)
     change = dataclasses.replace(change, title=title, title_source=title_source)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
-    change_json = _change_json(change, workspace)
+    summary = _change_summary(change, workspace)
     device = device_label()
     public = exported(workspace.graph, change, config.public_roots)
     steps = _Steps(6, options.quiet)
@@ -355,30 +350,30 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
     except KeyboardInterrupt:
         tested = tested or steps.partial.get('tests')
         bench = bench or steps.partial.get('bench')
-        raise PrepareInterrupted(_evidence(created, device, change_json, reach, matrix, report, tested, breaking, bench,
+        raise PrepareInterrupted(_evidence(created, device, summary, reach, matrix, report, tested, breaking, bench,
                                            steps.done)) from None
-    record = _evidence(created, device, change_json, reach, matrix, report, tested, breaking, bench, steps.done)
+    record = _evidence(created, device, summary, reach, matrix, report, tested, breaking, bench, steps.done)
     record.loops = loop_outcomes(root, record.ops)
     return record
 
 
-def _evidence(created: str, device: str, change: dict, reach: Reach | None, matrix: CompileMatrix | None,
+def _evidence(created: str, device: str, change: ChangeSummary, reach: Reach | None, matrix: CompileMatrix | None,
               report: CheckReport | None, tested: Tested | None, breaking: tuple[BreakingChange, ...] | None,
               bench: BenchRun | None, steps: list[Step]) -> Evidence:
     """The Evidence record of the stages' records, with the conclusion and the checklist they support."""
-    record = Evidence(created, device, change, check=report.to_json() if report else None, bench=bench, steps=steps,
-                      breaking=[b.to_json() for b in breaking] if breaking is not None else None)
+    record = Evidence(created, device, change, check=report, bench=bench, steps=steps,
+                      breaking=list(breaking) if breaking is not None else None)
     if matrix is not None:
         from mrbot.compile.matrix import evidence_of
 
         record.compile = evidence_of(matrix)
     if reach is not None:
-        record.selection = reach.selection.to_json()
+        record.selection = reach.selection
         record.reached, record.ops, record.bench_ops = list(reach.reached), list(reach.ops), list(reach.bench_ops)
     if tested is not None:
-        files = tested.run.files
-        record.tests = {**tested.run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
-        record.coverage = [c.to_json() for c in tested.coverage]
+        record.tests = tested.run
+        record.test_commands = {f.file: shell_command(f, device) for f in tested.run.files}
+        record.coverage = list(tested.coverage)
     record.conclusion = conclusion(record)
     record.checklist = checklist(record)
     return record
@@ -452,7 +447,7 @@ def _publish(args: argparse.Namespace, target: _Target, title: str, body: str) -
 
 
 def _summary(record: Evidence, body_path: Path, evidence_path: Path) -> str:
-    lines = [f"title: {record.change['title']}"]
+    lines = [f'title: {record.change.title}']
     lines += [f'  {s.name:<9} {s.status:<8} {s.detail}' + (f' -> {s.command}' if s.command and s.status != 'done' else '')
               for s in record.steps]
     ticked = sum(item.done for item in record.checklist)
@@ -487,7 +482,7 @@ def run(args: argparse.Namespace) -> int:
         record = prepare(PrepareOptions.from_args(args), workspace, base)
     except PrepareInterrupted as stopped:
         if head is not None:
-            stopped.record.change['head'] = head
+            stopped.record.change = dataclasses.replace(stopped.record.change, head=head)
         _save(stopped.record, evidence_path)
         raise KeyboardInterrupt(f'{stopped}; the evidence so far is in {evidence_path}') from None
     if record is None:
@@ -495,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
               f'({args.base or " or ".join(workspace.config.target_branches)}); no PR body written')
         return 0
     if head is not None:
-        record.change['head'] = head
+        record.change = dataclasses.replace(record.change, head=head)
     # saved first: a template that fails on a field loses no evidence
     _save(record, evidence_path)
     try:
@@ -506,7 +501,7 @@ def run(args: argparse.Namespace) -> int:
     body_path.write_text(body, encoding='utf-8')
     if target is not None:
         try:
-            record.pull_request = _publish(args, target, record.change['title'], body)
+            record.pull_request = _publish(args, target, record.change.title, body)
         except MrbotError as error:
             raise MrbotError(f'{error} (the evidence is saved in {evidence_path}, the body in {body_path})') from None
         _save(record, evidence_path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 
 from mrbot.config import Config
@@ -118,9 +119,65 @@ def _case_ids(text: str | None) -> set[str]:
             if k.arg == 'id' and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
 
 
-def test_changes(change: ChangeSet, config: Config) -> list[dict]:
-    """For each changed test file: its status, the test functions it adds, edits (body or decorators) and removes, and
-    whether its shared module-level code (case lists, helpers) changed."""
+@dataclass(frozen=True)
+class TestFileChange:
+    """A changed test file: its status, the test functions it adds, removes and edits (body or decorators), the
+    parametrized case ids it adds and removes, and whether its shared module-level code (case lists, helpers) changed."""
+
+    path: str
+    status: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    edited: tuple[str, ...]
+    cases_added: tuple[str, ...]
+    cases_removed: tuple[str, ...]
+    shared_code_edited: bool
+
+    def to_json(self) -> dict:
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """A changed file as the PR body lists it: its area, its line counts and whether it changes code (not only prose,
+    comments, docstrings or layout)."""
+
+    path: str
+    status: str
+    area: str
+    added: int
+    removed: int
+    code: bool
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ChangeSummary:
+    """What the PR body says of the change itself: its revisions, title, commits, files, test changes and, for each
+    changed test file that imports a changed source, the chain of imports between them."""
+
+    base: str
+    head: str
+    branch: str | None
+    title: str | None
+    title_source: str | None
+    commits: tuple[tuple[str, str], ...]
+    files: tuple[FileSummary, ...]
+    tests_changed: tuple[TestFileChange, ...]
+    chains: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def to_json(self) -> dict:
+        return {'base': self.base, 'head': self.head, 'branch': self.branch, 'title': self.title,
+                'title_source': self.title_source,
+                'commits': [{'sha': sha, 'subject': subject} for sha, subject in self.commits],
+                'files': [f.to_json() for f in self.files], 'tests_changed': [t.to_json() for t in self.tests_changed],
+                'chains': [{'from': path, 'chain': list(chain)} for path, chain in self.chains]}
+
+
+def test_changes(change: ChangeSet, config: Config) -> tuple[TestFileChange, ...]:
+    """What each changed test file of `change` adds, removes and edits."""
     found = []
     for file in change.files:
         if not (config.is_test(file.path) and file.path.endswith('.py')):
@@ -128,9 +185,8 @@ def test_changes(change: ChangeSet, config: Config) -> list[dict]:
         old, new = _test_functions(file.base_text), _test_functions(file.text)
         shared_old, shared_new = old.pop('', ''), new.pop('', '')
         old_cases, new_cases = _case_ids(file.base_text), _case_ids(file.text)
-        found.append({'path': file.path, 'status': file.status,
-                      'added': sorted(set(new) - set(old)), 'removed': sorted(set(old) - set(new)),
-                      'edited': sorted(n for n in set(old) & set(new) if old[n] != new[n]),
-                      'cases_added': sorted(new_cases - old_cases), 'cases_removed': sorted(old_cases - new_cases),
-                      'shared_code_edited': file.status == 'modified' and shared_old != shared_new})
-    return found
+        found.append(TestFileChange(
+            file.path, file.status, tuple(sorted(set(new) - set(old))), tuple(sorted(set(old) - set(new))),
+            tuple(sorted(n for n in set(old) & set(new) if old[n] != new[n])), tuple(sorted(new_cases - old_cases)),
+            tuple(sorted(old_cases - new_cases)), file.status == 'modified' and shared_old != shared_new))
+    return tuple(found)

@@ -30,10 +30,11 @@ import triton
 from mrbot.compile import BLOCK_SIZE_NAME
 from mrbot.compile import worker as worker_module
 from mrbot.compile.launches import Capture, Launch, capture_launches, compile_environment
-from mrbot.compile.plan import CompilePlan, Kernel
+from mrbot.compile.plan import CompilePlan
 from mrbot.compile.processes import SERVER_IDLE_S, SERVER_SWITCH, Worker, server_address, start_server
 from mrbot.config import state_dir, write_whole
 from mrbot.records import MrbotError
+from mrbot.records.compiles import CompileEvidence, Kernel, KernelCompiles, KernelTarget
 from mrbot.targets import Target
 from mrbot.words import plural
 
@@ -366,35 +367,6 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
                          plan.declared, deferred)
 
 
-@dataclass(frozen=True)
-class KernelTarget:
-    """One kernel on one target, over all its specializations: the row entry of the matrix's summary.
-
-    Its verdict is 'error', 'over' (shared memory), 'ok', or 'unavailable' when the kernel's module declares targets
-    without this one and none of its cells was compiled.
-    """
-
-    cells: int
-    failed: int
-    over_limit: int
-    max_shared: int | None
-    shared_limit: int
-    # worst spill bytes among the cells ptxas saw; None when none went that far
-    max_spills: int | None
-    unavailable: int = 0
-
-    @property
-    def verdict(self) -> str:
-        if self.cells and self.unavailable == self.cells:
-            return 'unavailable'
-        return 'error' if self.failed else 'over' if self.over_limit else 'ok'
-
-    def to_json(self) -> dict:
-        return {'verdict': self.verdict, 'cells': self.cells, 'failed': self.failed, 'over_limit': self.over_limit,
-                'max_shared': self.max_shared, 'shared_limit': self.shared_limit, 'max_spills': self.max_spills,
-                'unavailable': self.unavailable}
-
-
 def summarize(matrix: CompileMatrix) -> list[tuple[Launch, dict[str, KernelTarget]]]:
     """Per kernel (its first launch stands for it), per target name: how its specializations fared."""
     by_kernel: dict[tuple[str, str], list[Cell]] = {}
@@ -416,14 +388,12 @@ def summarize(matrix: CompileMatrix) -> list[tuple[Launch, dict[str, KernelTarge
     return rows
 
 
-def evidence_of(matrix: CompileMatrix) -> dict:
+def evidence_of(matrix: CompileMatrix) -> CompileEvidence:
     """The part of `mrbot prepare`'s Evidence record that the PR body's "Compiles for" table and checklist read."""
     declared = dict(matrix.declared)
-    return {'targets': [t.name for t in matrix.targets], 'reached': list(matrix.reached), 'triton': matrix.triton,
-            'cells': len(matrix.compiles),
-            'compiled': matrix.compiled, 'seconds': round(matrix.seconds, 1), 'problems': list(matrix.capture.problems),
-            'kernels': [{'kernel': launch.kernel, 'path': launch.path, 'line': launch.line,
-                         'written_for': list(declared.get(launch.path, ())),
-                         'targets': {name: summary.to_json() for name, summary in per_target.items()}}
-                        for launch, per_target in summarize(matrix)],
-            'unlaunched': [{'kernel': k.name, 'path': k.path, 'line': k.line} for k in matrix.unlaunched]}
+    return CompileEvidence(
+        tuple(t.name for t in matrix.targets), matrix.reached, matrix.triton, len(matrix.compiles), matrix.compiled,
+        matrix.seconds, matrix.capture.problems,
+        tuple(KernelCompiles(Kernel(launch.path, launch.kernel, launch.line), declared.get(launch.path, ()),
+                             tuple(per_target.items())) for launch, per_target in summarize(matrix)),
+        matrix.unlaunched)

@@ -18,18 +18,10 @@ from pathlib import Path
 from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
 from mrbot.config import Config
+from mrbot.records.compiles import Kernel
 from mrbot.selection import Graph, dependency_chains, select, test_files_of
 from mrbot.targets import DECLARATION, declared_targets
 from mrbot.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A launchable JIT function: where its `def` is."""
-
-    path: str
-    name: str
-    line: int
 
 
 @dataclass(frozen=True)

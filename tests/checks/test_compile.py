@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mrbot.compile.launches import Capture, Launch
 from mrbot.compile.matrix import Cell, CellResult, CompileMatrix
-from mrbot.compile.plan import Kernel
+from mrbot.records.compiles import Kernel
 from mrbot.targets import TARGETS
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'

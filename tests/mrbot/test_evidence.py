@@ -2,31 +2,43 @@
 # SPDX-License-Identifier: MIT
 """The Evidence record: the PR checklist (the compile item is ticked only when every kernel the change reaches was
 compiled and fits, the title item only when no finding of any severity is about the title), the benchmark conclusion,
-and the record read back from its JSON."""
+and the plain document the PR body's template reads."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from mrbot.evidence import ChecklistItem, Evidence, Step, checklist, conclusion
-from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun
+from mrbot.records.change import ChangeSet
+from mrbot.records.compiles import CompileEvidence, Kernel, KernelCompiles, KernelTarget
+from mrbot.records.findings import CheckReport, Finding
 from mrbot.records.reading import JsonObject
+from mrbot.summary import ChangeSummary
 from tests.mrbot.test_bench_input import single
 
+SHARED_LIMIT = 232448
+# a kernel target's counts that give each verdict
+VERDICTS = {'ok': KernelTarget(2, 0, 0, 8192, SHARED_LIMIT, 0), 'error': KernelTarget(2, 1, 0, None, SHARED_LIMIT, None),
+            'over': KernelTarget(2, 0, 1, 300000, SHARED_LIMIT, None),
+            'unavailable': KernelTarget(2, 0, 0, None, SHARED_LIMIT, None, unavailable=2)}
 
-def record(kernels: list[dict], unlaunched: list[dict], reached: list[str]) -> Evidence:
-    return Evidence('2026-01-01T00:00:00+00:00', 'Triton interpreter (CPU)', {'title': '[Ops] Change', 'files': []},
-                    steps=[Step('compile', 'done')],
-                    compile={'targets': ['sm_90', 'sm_100'], 'reached': reached, 'cells': 12, 'kernels': kernels,
-                             'unlaunched': unlaunched})
+
+def record(kernels: list[KernelCompiles], unlaunched: list[Kernel], reached: list[str]) -> Evidence:
+    change = ChangeSummary('a' * 40, 'WORKTREE', 'main', '[Ops] Change', 'flag', (), (), (), ())
+    return Evidence('2026-01-01T00:00:00+00:00', 'Triton interpreter (CPU)', change, steps=[Step('compile', 'done')],
+                    compile=CompileEvidence(('sm_90', 'sm_100'), tuple(reached), '3.6.0', 12, 12, 1.0, (),
+                                            tuple(kernels), tuple(unlaunched)))
 
 
-def kernel(verdict_90: str = 'ok', verdict_100: str = 'ok') -> dict:
-    return {'kernel': 'fwd_kernel', 'targets': {'sm_90': {'verdict': verdict_90}, 'sm_100': {'verdict': verdict_100}}}
+def kernel(verdict_90: str = 'ok', verdict_100: str = 'ok') -> KernelCompiles:
+    assert VERDICTS[verdict_90].verdict == verdict_90 and VERDICTS[verdict_100].verdict == verdict_100
+    return KernelCompiles(Kernel('lib/ops.py', 'fwd_kernel', 10), (),
+                          (('sm_90', VERDICTS[verdict_90]), ('sm_100', VERDICTS[verdict_100])))
 
 
 def item(record: Evidence) -> dict:
@@ -48,7 +60,7 @@ def test_not_ticked_when_a_kernel_overruns_a_target():
 
 
 def test_not_ticked_when_a_reached_kernel_was_never_launched():
-    found = item(record([kernel()], [{'kernel': 'bwd_kernel', 'path': 'lib/ops.py', 'line': 40}], ['lib/ops.py']))
+    found = item(record([kernel()], [Kernel('lib/ops.py', 'bwd_kernel', 40)], ['lib/ops.py']))
     assert (found['done'], found['why']) == (False, 'bwd_kernel launched by no test, so not compiled')
 
 
@@ -57,14 +69,15 @@ def test_a_change_that_reaches_no_kernel_has_nothing_to_compile():
                                         'why': 'import graph'}
 
 
-def title_item(findings: list[dict]) -> dict:
-    checked = dataclasses.replace(record([], [], []), check={'findings': findings})
+def title_item(findings: list[Finding]) -> dict:
+    report = CheckReport(ChangeSet(Path('.'), 'a' * 40, None, ()), tuple(findings))
+    checked = dataclasses.replace(record([], [], []), check=report)
     checked.steps.append(Step('check', 'done'))
     return dataclasses.asdict(next(i for i in checklist(checked) if i.item.startswith('Title')))
 
 
 def test_a_title_warning_leaves_the_title_box_unticked_and_says_why():
-    warning = {'rule': 'MR-TITLE', 'severity': 'warning', 'message': 'title tag [Fix] is not one of the listed tags'}
+    warning = Finding('MR-TITLE', 'warning', '', 0, 'title tag [Fix] is not one of the listed tags')
     assert title_item([warning]) == {'item': 'Title is `[Tag] Summary`', 'done': False,
                                      'why': 'title tag [Fix] is not one of the listed tags'}
     assert title_item([])['done'] is True
@@ -95,29 +108,24 @@ def test_the_conclusion_counts_rows_in_words(verdicts, bench, kind, text):
     assert (found.kind, found.text) == (kind, text)
 
 
-def test_a_record_read_back_is_the_record_written(tmp_path):
+def test_the_document_for_the_template_is_plain_json_of_every_section():
     written = measured(['slower'])
     written.conclusion = conclusion(written)
     written.checklist = checklist(written)
-    path = tmp_path / 'evidence.json'
-    path.write_text(json.dumps(written.to_json()))
-    assert Evidence.load(path) == written
-    assert Evidence.load(path).checklist[0] == ChecklistItem('Title is `[Tag] Summary`', False, 'mrbot check (MR-TITLE)')
+    document = written.to_json()
+    assert json.loads(json.dumps(document)) == document
+    assert document['change']['title'] == '[Ops] Change'
+    assert document['compile']['targets'] == ['sm_90', 'sm_100']
+    assert [row['verdict'] for row in document['bench']['rows']] == ['slower']
+    assert document['conclusion']['kind'] == 'regression'
+    assert ChecklistItem(**document['checklist'][0]) == ChecklistItem('Title is `[Tag] Summary`', False,
+                                                                      'mrbot check (MR-TITLE)')
+    assert (document['check'], document['tests'], document['breaking']) == (None, None, None)
 
 
-@pytest.mark.parametrize(('change', 'message'), [
-    (lambda r: r.update(schema=1), 'schema: expected 2 (an evidence record of this mrbot prepare), got 1'),
-    (lambda r: r.pop('device'), 'device: missing, expected a string'),
-    (lambda r: r['steps'].append({'name': 'tests', 'status': 'green'}),
-     'steps[2].status: expected one of done, failed, error, skipped, pending, interrupted, got the string "green"'),
-    (lambda r: r['bench'].update(rows={}), 'bench.rows: expected a list, got an object'),
-    (lambda r: r['change'].update(files=None), 'change.files: expected a list, got null'),
-])
-def test_a_malformed_record_is_one_error_naming_the_field(tmp_path, change, message):
-    data = measured(['same']).to_json()
-    change(data)
-    path = tmp_path / 'evidence.json'
-    path.write_text(json.dumps(data))
-    with pytest.raises(MrbotError) as error:
-        Evidence.load(path)
-    assert str(error.value) == f'{path}: {message}'
+def test_a_kernel_row_names_each_target_with_its_verdict():
+    document = record([kernel(verdict_100='over')], [Kernel('lib/ops.py', 'bwd_kernel', 40)], ['lib/ops.py']).to_json()
+    row = document['compile']['kernels'][0]
+    assert (row['kernel'], row['path'], row['line']) == ('fwd_kernel', 'lib/ops.py', 10)
+    assert {name: target['verdict'] for name, target in row['targets'].items()} == {'sm_90': 'ok', 'sm_100': 'over'}
+    assert document['compile']['unlaunched'] == [{'kernel': 'bwd_kernel', 'path': 'lib/ops.py', 'line': 40}]

@@ -20,6 +20,7 @@ from mrbot.config import load_config
 from mrbot.prepare import BODY_FILE, render_body
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun
+from mrbot.workspace import Workspace
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -266,7 +267,8 @@ def test_a_measured_benchmark_fills_its_section(prepared, repo, tmp_path_factory
                             '--no-tests')
     measured = tmp_path_factory.mktemp('out') / 'bench.json'
     assert main(['bench', '--op', 'scale', '--base', 'main', '--rounds', '3', '--json', str(measured)]) == 0
-    record = evidence.Evidence.load(repo.root / '.mrbot' / 'evidence.json')
+    record = prepare.prepare(prepare.PrepareOptions(no_tests=True, no_compile=True, no_bench=True, quiet=True),
+                             Workspace.load(repo.root), 'main')
     record.bench = BenchRun.load(measured)
     record.conclusion = evidence.conclusion(record)
     bench = _section(render_body(record, repo.root, load_config(repo.root)), 'Benchmark / NCU')

@@ -19,6 +19,7 @@ from mrbot.compile.matrix import evidence_of, plan_cells
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.prepare import render_body
 from mrbot.records import MrbotError
+from mrbot.summary import ChangeSummary
 from mrbot.targets import TARGETS, declared_targets
 from mrbot.workspace import Workspace
 
@@ -146,8 +147,7 @@ def test_a_target_the_module_is_not_written_for_is_not_available_and_no_failure(
 
 def test_the_pr_body_says_not_available_and_ticks_the_compile_item(hopper_library):
     matrix = compile_change(Workspace.load(hopper_library.root), None, 'sm_90,sm_100', quiet=True)
-    change = {'base': 'a' * 40, 'head': 'WORKTREE', 'branch': 'main', 'title': '[Ops] Square', 'title_source': 'flag',
-              'commits': [], 'files': [], 'tests_changed': [], 'chains': []}
+    change = ChangeSummary('a' * 40, 'WORKTREE', 'main', '[Ops] Square', 'flag', (), (), (), ())
     steps = [Step('compile', 'done'), *(Step(name, 'skipped', detail='not part of this test')
                                         for name in ('tests', 'breaking', 'bench', 'update'))]
     record = Evidence('2026-12-06T00:00:00+00:00', 'Triton interpreter (CPU)', change, steps=steps,
