@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mrbot.git import read_blobs
+from mrbot.git import read_blobs, tree_files
 from mrbot.records import MrbotError
 from mrbot.rules import Context, Violation, rule
 
@@ -25,6 +26,22 @@ def _ruff_binary() -> str | None:
         return str(find_ruff_bin())
     except (ImportError, FileNotFoundError):
         return shutil.which('ruff')
+
+
+def _stand_ins(root: Path, head: str | None) -> list[str]:
+    """The head's Python files: ruff counts an import first-party where the module's file stands under a source root,
+    so the copy it checks holds each of them, empty, to sort imports as in the repository. A name that could leave the
+    copy is left out."""
+    return [path for path in tree_files(root, head)
+            if path.endswith(('.py', '.pyi')) and '..' not in Path(path).parts and not Path(path).is_absolute()]
+
+
+def _touch(copy: Path, path: str) -> None:
+    """An empty stand-in; one the file system refuses (a name too long, odd bytes) only weakens the sorting of imports
+    of that module."""
+    with contextlib.suppress(OSError):
+        (copy / path).parent.mkdir(parents=True, exist_ok=True)
+        (copy / path).touch()
 
 
 def _run(ruff: str, cwd: Path, paths: list[str]) -> list[tuple[str, int, int, str, str]]:
@@ -69,10 +86,14 @@ def ruff_findings(context: Context) -> Iterator[Violation]:
     paths = [s.path for s in sources]
     try:
         # the change's files in a copy, beside the ruff configuration it is graded by: a change that also edits that
-        # configuration (an ignore, a per-file exemption, a shorter select) is checked by the rules it came to change
+        # configuration (an ignore, a per-file exemption, a shorter select) is checked by the rules it came to change;
+        # the other Python files stand in empty, so that imports sort as in the repository
         configs = read_blobs(change.root, [f'{change.rules_at}:{name}' for name in _CONFIG_FILES])
+        stand_ins = _stand_ins(change.root, change.head)
         with tempfile.TemporaryDirectory(prefix='mrbot-ruff-') as scratch:
             copy = Path(scratch)
+            for path in stand_ins:
+                _touch(copy, path)
             for name in _CONFIG_FILES:
                 if (data := configs[f'{change.rules_at}:{name}']) is not None:
                     (copy / name).write_bytes(data)

@@ -234,6 +234,13 @@ def listed_files(root: Path, *pathspecs: str) -> list[str]:
     return _paths(run_git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', *pathspecs))
 
 
+def tree_files(root: Path, head: str | None) -> list[str]:
+    """The files of commit `head`, or of the working tree (tracked and untracked, not ignored) when it is None."""
+    if head is None:
+        return listed_files(root)
+    return _paths(run_git(root, 'ls-tree', '-r', '--name-only', '-z', head))
+
+
 def changed_paths(root: Path, base: str, head: str | None) -> list[str]:
     """Every path the diff touches: new, modified, deleted, both sides of a rename, and untracked files for the tree."""
     paths = set()

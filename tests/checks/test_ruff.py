@@ -35,3 +35,17 @@ def test_a_change_that_relaxes_ruff_is_checked_under_the_settings_it_relaxes(rep
     # in the working tree too
     repo.write({'a.py': HEADER + 'import os\n'})
     assert [(f.rule, f.line) for f in repo.check('RUF', base='HEAD~1').findings] == [('RUF:F401', 3)]
+
+
+def test_imports_are_sorted_as_in_the_repository_where_its_folders_make_a_module_first_party(repo):
+    """ruff counts `helpers` first-party because its folder is in the repository, though the change does not touch
+    it; the copy ruff runs on must say the same, or a block sorted by the repository's own ruff is reported."""
+    settings = '[tool.ruff.lint]\nselect = ["I"]\n'
+    tool = HEADER + 'import json\n\nimport numpy\n\nfrom helpers.io import read\n\nprint(json, numpy, read)\n'
+    repo.commit({'pyproject.toml': settings, 'helpers/__init__.py': HEADER, 'helpers/io.py': HEADER + 'read = 1\n',
+                 'scripts/tool.py': HEADER})
+    repo.write({'scripts/tool.py': tool})
+    assert repo.check('RUF').findings == ()
+    # the same blocks are unsorted where `helpers` is not the repository's own, so a third-party module like numpy
+    repo.write({'scripts/tool.py': tool.replace('helpers', 'other')})
+    assert [f.rule for f in repo.check('RUF').findings] == ['RUF:I001']
