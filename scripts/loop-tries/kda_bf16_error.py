@@ -1,3 +1,5 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
 """Scratch: the error each intermediate adds when stored in bf16, against the float32 naive recurrence (interpreter)."""
 import sys
 from pathlib import Path

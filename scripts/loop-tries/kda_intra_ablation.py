@@ -1,3 +1,5 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
 """Scratch, kept with the try it informed: where the forward intra-chunk kernel's time goes, by timing variants with
 parts cut out."""
 import functools
