@@ -3,8 +3,9 @@
 """Dependent-test selection: which test files can notice a change, found through the repository's import graph.
 
 Every Python file of the repository is indexed: its imports anywhere in the file (conditional and function-local
-ones included, relative ones resolved), `importlib.import_module` / `__import__` calls with literal names or literal
-package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time and call
+ones included, relative ones resolved), `importlib.import_module` / `__import__` / `pytest.importorskip` calls with
+literal names or literal package prefixes (with a computed name, every dotted module name the file spells in a string),
+and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time and call
 the backends whose classes have a method named like the dispatched function. What a backend class's methods import is
 reached through those functions and through whoever imports the class, not through the registry that only registers
 it. A test file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
@@ -24,6 +25,7 @@ import contextlib
 import fnmatch
 import hashlib
 import json
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,7 +44,9 @@ from mrbot.words import plural
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9
+# a dotted module name in a string, `mrbot.loop.command`
+_DOTTED_NAME = re.compile(r'[A-Za-z_]\w*(\.[A-Za-z_]\w*)+')
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -115,12 +119,16 @@ def parse_file(path: str, text: str) -> dict:
                 aliased.extend(alias.name for alias in node.names if alias.asname)
         elif isinstance(node, ast.Call) and node.args:
             name, first = _called(node), node.args[0]
-            if name in ('import_module', '__import__'):
+            if name in ('import_module', '__import__', 'importorskip'):
                 if _literal(first):
                     dynamic.append(_literal(first))
                 elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
                     # f'checks.{name}': any module of that package
                     dynamic.append(_literal(first.values[0]))
+                else:
+                    # a name computed from a table (`COMMANDS[name]`): any module the file names in a string
+                    dynamic.extend(sorted({text for text in map(_literal, ast.walk(tree))
+                                           if text and _DOTTED_NAME.fullmatch(text)}))
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])
