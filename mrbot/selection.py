@@ -2,15 +2,14 @@
 # SPDX-License-Identifier: MIT
 """Dependent-test selection: which test files can notice a change, found through the repository's import graph.
 
-Every Python file of the repository is indexed: its imports anywhere in the file (conditional and function-local
-ones included, relative ones resolved), `importlib.import_module` / `__import__` / `pytest.importorskip` calls with
-literal names or literal package prefixes (with a computed name, every dotted module name the file spells in a string),
-and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run time and call
-the backends whose classes have a method named like the dispatched function. What a backend class's methods import is
-reached through those functions and through whoever imports the class, not through the registry that only registers
-it. A test file also depends on every `conftest.py` above it. A test is selected when a changed file is reachable from it; the
-chain of files that connects them is its reason. Packaging and configured global paths select the full suite, and
-data files select the tests of the modules configured to read them.
+Every Python file of the repository is indexed: its imports anywhere in the file (conditional and function-local ones
+included, relative ones resolved), `importlib.import_module` / `__import__` / `pytest.importorskip` calls with literal
+names or literal package prefixes, and `@dispatch('<op>')` decorators, which load `<package>.ops.<op>.backends` at run
+time and call the backends whose classes have a method named like the dispatched function. What a backend class's
+methods import is reached through those functions and through whoever imports the class, not through the registry that
+only registers it. A test file also depends on every `conftest.py` above it. A test is selected when a changed file is
+reachable from it; the chain of files that connects them is its reason. Packaging and configured global paths select
+the full suite, and data files select the tests of the modules configured to read them.
 
 A name imported from a package (`from fla import chunk_kda`) is followed through the package's re-exports to the
 module that defines it, so an aggregator `__init__.py` links a test to the names it uses, not to everything it
@@ -25,7 +24,6 @@ import contextlib
 import fnmatch
 import hashlib
 import json
-import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,9 +42,7 @@ from mrbot.words import plural
 if TYPE_CHECKING:
     from mrbot.workspace import Workspace
 
-CACHE_VERSION = 9
-# a dotted module name in a string, `mrbot.loop.command`
-_DOTTED_NAME = re.compile(r'[A-Za-z_]\w*(\.[A-Za-z_]\w*)+')
+CACHE_VERSION = 11
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -125,10 +121,6 @@ def parse_file(path: str, text: str) -> dict:
                 elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
                     # f'checks.{name}': any module of that package
                     dynamic.append(_literal(first.values[0]))
-                else:
-                    # a name computed from a table (`COMMANDS[name]`): any module the file names in a string
-                    dynamic.extend(sorted({text for text in map(_literal, ast.walk(tree))
-                                           if text and _DOTTED_NAME.fullmatch(text)}))
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append([_literal(first), explicit])

@@ -256,20 +256,14 @@ def test_literal_dynamic_imports_are_followed(repo):
 
 
 
-def test_a_module_named_from_a_table_or_skipped_if_missing_is_followed(repo):
-    """A command table read by `import_module(COMMANDS[name])` links the file to every module the table names; a test
-    that imports its subject through `pytest.importorskip` depends on it as on a plain import."""
+def test_a_test_that_imports_its_subject_through_importorskip_depends_on_it(repo):
     repo.commit({
-        'pkg/__init__.py': '', 'pkg/run.py': '', 'pkg/other.py': '', 'pkg/unnamed.py': '',
-        'pkg/cli.py': ('import importlib\nCOMMANDS = {"run": "pkg.run", "other": "pkg.other"}\n\n'
-                       'def main(name):\n    return importlib.import_module(COMMANDS[name]).main()\n'),
-        'tests/test_cli.py': 'from pkg.cli import main\n',
-        'tests/test_optional.py': 'import pytest\n\nunnamed = pytest.importorskip("pkg.unnamed")\n',
+        'pkg/__init__.py': '', 'pkg/optional.py': '',
+        'tests/test_optional.py': 'import pytest\n\noptional = pytest.importorskip("pkg.optional")\n',
         'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
     })
-    assert _tests(repo, 'pkg/run.py') == ['tests/test_cli.py']
-    assert _tests(repo, 'pkg/other.py') == ['tests/test_cli.py']
-    assert _tests(repo, 'pkg/unnamed.py') == ['tests/test_optional.py']
+    assert _tests(repo, 'pkg/optional.py') == ['tests/test_optional.py']
+
 
 def test_directories_and_paths_relative_to_any_folder(library):
     root = library.root
