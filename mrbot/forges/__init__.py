@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
@@ -223,6 +223,46 @@ def forge_error(forge: str, doing: str, status: int | None, message: str, advice
     """The one-line error for a request the forge refused: what was being done, its answer, and what to change."""
     answer = message if status is None or message.startswith(str(status)) else f'{status} {message}'
     return MrbotError(f'{forge}: {doing}: {answer}' + (f'; {advice}' if advice else ''))
+
+
+def token_advice(forge: str, project: str, kind: str, token_source: str, status: int | None, needs: str) -> str:
+    """What to change after `forge` refused a request on `project` (a `kind`: repository or project) with `status`:
+    the token, or its permission `needs`; '' where the status says nothing about the token."""
+    if status == 401:
+        return f'{forge} refused the token {token_source}: it is mistyped, expired or revoked'
+    if status == 403:
+        return f'the token {token_source} lacks a permission on {project}: it needs {needs}'
+    if status == 404:
+        return (f'it does not exist, or the token {token_source} cannot see {project} '
+                f'({forge} answers 404 for a private {kind} the token may not read)')
+    return ''
+
+
+def found(read: Callable[[], object], status: Callable[[Exception], int | None],
+          check_visible: Callable[[], None]) -> bool:
+    """Whether `read()` finds what it reads: a 404 (`status` of what it raised) means absent once `check_visible()`
+    has shown that the 404 is not for the whole project."""
+    try:
+        read()
+    except Exception as error:
+        if status(error) != 404:
+            raise
+        check_visible()
+        return False
+    return True
+
+
+def open_or_update(forge: Forge, branch: str, title: str, body: str, open_pull: Callable[[], PullRequest],
+                   refused_as_duplicate: Callable[[Exception], bool]) -> PullRequest:
+    """`open_pull()`; where the forge refuses it because a PR/MR of `branch` is open (a retried create that went
+    through), that one updated with `title` and `body`."""
+    try:
+        return open_pull()
+    except Exception as error:
+        existing = forge.find_pull(branch) if refused_as_duplicate(error) else None
+        if existing is None:
+            raise
+        return forge.update_pull(existing.number, title, body)
 
 
 def require_fit(text: str, limit: int, what: str) -> None:

@@ -38,11 +38,14 @@ from mrbot.forges import (
     carries_marker,
     fit_markdown,
     forge_error,
+    found,
     network_error,
+    open_or_update,
     require_check,
     require_fit,
     retry_policy,
     sticky_text,
+    token_advice,
     utc_timestamp,
 )
 from mrbot.records import MrbotError
@@ -83,6 +86,10 @@ class _Retry(ForgeRetry, GithubRetry):
         if retry_after is None and response.headers.get('x-ratelimit-remaining') == '0' and reset.isdigit():
             return max(0.0, int(reset) - time.time())
         return retry_after
+
+
+def _status(error: Exception) -> int | None:
+    return error.status if isinstance(error, GithubException) else None
 
 
 def _message(error: GithubException) -> str:
@@ -134,19 +141,11 @@ class GitHub:
         try:
             yield
         except GithubException as error:
-            raise forge_error('GitHub', doing, error.status, _message(error), self._advice(error.status, needs)) from None
+            raise forge_error('GitHub', doing, error.status, _message(error), 
+                              token_advice('GitHub', self.project, 'repository', self._token_source, error.status,
+                                           needs)) from None
         except requests.RequestException as error:
             raise network_error('GitHub', doing, error, self._retries) from None
-
-    def _advice(self, status: int, needs: str) -> str:
-        if status == 401:
-            return f'GitHub refused the token {self._token_source}: it is mistyped, expired or revoked'
-        if status == 403:
-            return f'the token {self._token_source} lacks a permission on {self.project}: it needs {needs}'
-        if status == 404:
-            return (f'it does not exist, or the token {self._token_source} cannot see {self.project} '
-                    '(GitHub answers 404 for a private repository the token may not read)')
-        return ''
 
     def _check_visible(self) -> None:
         """Read the repository itself, so that a 404 from inside it can be told from one for the repository."""
@@ -194,15 +193,11 @@ class GitHub:
     def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
         require_fit(body, BODY_LIMIT, 'the pull request body')
         with self._doing(f'opening a pull request from {branch} into {base} in {self.project}', _WRITE_PULLS):
-            try:
-                created = self._repo.create_pull(base=base, head=branch, title=title, body=body, draft=draft)
-            except GithubException as error:
-                # GitHub refuses a second open PR for a branch with a 422, e.g. after a retried create went through.
-                existing = self.find_pull(branch) if error.status == 422 else None
-                if existing is None:
-                    raise
-                return self.update_pull(existing.number, title, body)
-            return self._pull(created)
+            return open_or_update(
+                self, branch, title, body,
+                lambda: self._pull(self._repo.create_pull(base=base, head=branch, title=title, body=body, draft=draft)),
+                # GitHub refuses a second open PR for a branch with a 422.
+                lambda error: isinstance(error, GithubException) and error.status == 422)
 
     def update_pull(self, number: int, title: str | None = None, body: str | None = None) -> PullRequest:
         if body is not None:
@@ -214,14 +209,7 @@ class GitHub:
 
     def branch_exists(self, branch: str) -> bool:
         with self._doing(f'looking for branch {branch} in {self.project}', _READ_CONTENTS):
-            try:
-                self._repo.get_branch(branch)
-            except GithubException as error:
-                if error.status != 404:
-                    raise
-                self._check_visible()
-                return False
-            return True
+            return found(lambda: self._repo.get_branch(branch), _status, self._check_visible)
 
     def upsert_comment(self, number: int, purpose: str, body: str) -> Comment:
         text = sticky_text(purpose, body, BODY_LIMIT)

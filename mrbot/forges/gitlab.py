@@ -32,11 +32,14 @@ from mrbot.forges import (
     PullRequest,
     carries_marker,
     forge_error,
+    found,
     network_error,
+    open_or_update,
     require_check,
     require_fit,
     retry_policy,
     sticky_text,
+    token_advice,
     utc_timestamp,
 )
 
@@ -70,6 +73,10 @@ class RunningJob:
     merge_request: int | None
     id: int
     url: str
+
+
+def _status(error: Exception) -> int | None:
+    return error.response_code if isinstance(error, GitlabError) else None
 
 
 def _message(error: GitlabError) -> str:
@@ -128,19 +135,10 @@ class GitLab:
             yield
         except GitlabError as error:
             status = error.response_code
-            raise forge_error('GitLab', doing, status, _message(error), self._advice(status, needs)) from None
+            advice = token_advice('GitLab', self.project, 'project', self._token_source, status, needs)
+            raise forge_error('GitLab', doing, status, _message(error), advice) from None
         except requests.RequestException as error:
             raise network_error('GitLab', doing, error, self._retries) from None
-
-    def _advice(self, status: int | None, needs: str) -> str:
-        if status == 401:
-            return f'GitLab refused the token {self._token_source}: it is mistyped, expired or revoked'
-        if status == 403:
-            return f'the token {self._token_source} lacks a permission on {self.project}: it needs {needs}'
-        if status == 404:
-            return (f'it does not exist, or the token {self._token_source} cannot see {self.project} '
-                    '(GitLab answers 404 for a private project the token may not read)')
-        return ''
 
     def _check_visible(self) -> None:
         """Read the project itself, so that a 404 from inside it can be told from one for the project."""
@@ -235,17 +233,11 @@ class GitLab:
     def create_pull(self, branch: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
         require_fit(body, BODY_LIMIT, 'the merge request description')
         with self._doing(f'opening a merge request from {branch} into {base} in {self.project}', _WRITE):
-            try:
-                created = self._project.mergerequests.create({
-                    'source_branch': branch, 'target_branch': base, 'description': body,
-                    'title': _draft_title(title) if draft else title})
-            except GitlabCreateError as error:
-                # GitLab refuses a second open MR for a branch with a 409, e.g. after a retried create went through.
-                existing = self.find_pull(branch) if error.response_code == 409 else None
-                if existing is None:
-                    raise
-                return self.update_pull(existing.number, title, body)
-            return self._pull(created)
+            return open_or_update(self, branch, title, body, lambda: self._pull(self._project.mergerequests.create({
+                'source_branch': branch, 'target_branch': base, 'description': body,
+                'title': _draft_title(title) if draft else title})),
+                # GitLab refuses a second open MR for a branch with a 409.
+                lambda error: isinstance(error, GitlabCreateError) and error.response_code == 409)
 
     def update_pull(self, number: int, title: str | None = None, body: str | None = None) -> PullRequest:
         if body is not None:
@@ -262,14 +254,7 @@ class GitLab:
 
     def branch_exists(self, branch: str) -> bool:
         with self._doing(f'looking for branch {branch} in {self.project}', _READ):
-            try:
-                self._project.branches.get(branch)
-            except GitlabGetError as error:
-                if error.response_code != 404:
-                    raise
-                self._check_visible()
-                return False
-            return True
+            return found(lambda: self._project.branches.get(branch), _status, self._check_visible)
 
     def upsert_comment(self, number: int, purpose: str, body: str) -> Comment:
         text = sticky_text(purpose, body, BODY_LIMIT)
