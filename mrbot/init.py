@@ -367,9 +367,10 @@ def run(args: argparse.Namespace) -> int:
     if has_table and not args.print and not args.ci:
         raise MrbotError(f'{pyproject} already has a [tool.mrbot] table, which mrbot init does not rewrite; '
                          '`mrbot init --print` shows what it would write')
-    if has_table and runners:
-        raise MrbotError(f'{pyproject} already has a [tool.mrbot] table: set `runners` there; --runner goes only into '
-                         'a table mrbot init writes')
+    if has_table and runners and parse_config(existing, str(pyproject)).runners != {
+            name: list(labels) for name, labels in runners}:
+        raise MrbotError(f'{pyproject} already has a [tool.mrbot] table with other runners: set `runners` there; '
+                         '--runner goes only into a table mrbot init writes')
     files = _ci_files(args.ci, args.action) if args.ci else ()
     present = [file.path for file in files if (root / file.path).exists()]
     if present and not args.print:

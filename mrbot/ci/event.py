@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,26 @@ def writable(variable: str, value: str | None) -> Path | None:
         raise MrbotError(f'{variable}={value}: cannot append to it ({error.strerror}); expected the file the CI runner '
                          'gives the step') from None
     return path
+
+
+def base_branches(targets: tuple[str, ...], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Where a CI job looks for the base of its checkout: GitLab's merge request target, the settings' `targets`, then
+    the repository's default branch as the event names it (GitHub's payload, GitLab's CI_DEFAULT_BRANCH); a CI clone
+    has the branches as `origin/NAME`, a repository whose default is not `main` has no `origin/main`."""
+    default = environ.get('CI_DEFAULT_BRANCH', '')
+    try:
+        with open(environ.get('GITHUB_EVENT_PATH', ''), encoding='utf-8') as payload:
+            repository = json.load(payload).get('repository')
+        default = default or (repository.get('default_branch', '') if isinstance(repository, dict) else '')
+    except (OSError, ValueError, AttributeError):
+        pass
+    return tuple(dict.fromkeys([*_branch_refs(environ.get('CI_MERGE_REQUEST_TARGET_BRANCH_NAME', '')), *targets,
+                                *_branch_refs(default)]))
+
+
+def _branch_refs(name: object) -> list[str]:
+    # a branch name that git takes as a revision, never as an option
+    return [f'origin/{name}', name] if isinstance(name, str) and re.fullmatch(r'[\w.][\w./-]*', name) else []
 
 
 def open_forge(kind: str, project: str, environ: Mapping[str, str]) -> Forge:

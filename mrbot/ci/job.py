@@ -13,6 +13,7 @@ from mrbot import commands, git
 from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
+from mrbot.ci.event import base_branches
 from mrbot.config import Config
 from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_MODES, BenchRequest, BenchRun
@@ -104,7 +105,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         base_ref = command.args.get('base')
         # the merge base with the first of these that the checkout has (fetch-depth: 0 gives it all)
         result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
-                                                 else config.target_branches)
+                                                 else base_branches(config.target_branches, environ))
         if command.kind == 'bench':
             run, result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
             result['bench'], measured = run.to_json(), {'base': base, 'timings': _base_timings(run)}
