@@ -81,6 +81,13 @@ def _sections(body: str) -> dict[str, str]:
     return sections
 
 
+def template_sections(template: str) -> tuple[str, ...]:
+    """The sections a body written from the pull request `template` has: its second-level headings, outside HTML
+    comments (a third-level one is a part of a section)."""
+    found = (_heading(line) for line in _without_comments(template).splitlines() if line.lstrip(' ').startswith('## '))
+    return tuple(dict.fromkeys(heading.rstrip(':') for heading in found if heading))
+
+
 def _without_comments(text: str) -> str:
     """`text` without its HTML comments (one left open runs to the end), in one pass: a lazy regex rescans the rest of
     the text from every opener that has no end."""

@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from checks.header import COPYRIGHT, LICENSE_LINE, leading_comment
+from checks.pr import template_sections
 from mrbot import git
 from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_string, toml_value
 from mrbot.records import MrbotError
@@ -49,6 +50,9 @@ HOUSE_RULES = {
     'TRI001': re.compile(r"\b(?:not|never|no|avoid|don't)\b[^\n]{0,40}?make_block_ptr", re.IGNORECASE),
 }
 VERIFIER_FILES = '*/backends/*'
+# Where GitHub finds the pull request template a body starts from (any case), then GitLab's default merge request one.
+BODY_TEMPLATES = ('.github/pull_request_template.md', 'pull_request_template.md', 'docs/pull_request_template.md',
+                  '.gitlab/merge_request_templates/Default.md')
 
 # A year that does not start a range: `2024` in "(c) 2024," and `2026` in "2023-2026", not `2023` in "2023-present".
 _LAST_YEAR = re.compile(r'(?<!\d)\d{4}(?!\d)(?!\s*[-–])')
@@ -93,6 +97,8 @@ class Preset:
     unstated: tuple[str, ...] = ()
     # mrbot's defaults name its own shared code; elsewhere the import graph finds the tests shared code reaches.
     global_paths: tuple[str, ...] = ()
+    # the sections MR-BODY asks of a pull request body: the headings of the repository's template
+    body_sections: tuple[str, ...] = ()
     # GPU runner classes and their labels, given with --runner; mrbot's defaults where empty
     runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -252,6 +258,20 @@ def derive_overrides(root: Path, guide: Guide | None, rules: list[Rule]) -> tupl
     return tuple(PathOverride(tuple(globs), {rule_id: 'off'}) for rule_id, globs in exempted.items()), origins
 
 
+def derive_body_sections(root: Path) -> tuple[tuple[str, ...], str]:
+    """The second-level headings of the repository's pull request template, the sections a body must fill."""
+    for path in BODY_TEMPLATES:
+        folder = root / Path(path).parent
+        found = next((entry for entry in sorted(folder.iterdir()) if entry.name.lower() == Path(path).name.lower()
+                      and entry.is_file()), None) if folder.is_dir() else None
+        if found is not None:
+            sections = template_sections(found.read_text(encoding='utf-8', errors='replace'))
+            where = found.relative_to(root).as_posix()
+            return sections, (f"body-sections: {', '.join(sections)}: the headings of {where}" if sections else
+                              f'body-sections = [] (MR-BODY asks for none): {where} has no second-level heading')
+    return (), 'body-sections = [] (MR-BODY asks for none): no pull request template (' + ', '.join(BODY_TEMPLATES) + ')'
+
+
 def derive_unstated(root: Path) -> tuple[tuple[str, ...], str]:
     """The house rules (HOUSE_RULES) that none of the repository's guides states."""
     texts = [(root / path).read_text(encoding='utf-8', errors='replace') for path in (*GUIDES, *AGENT_GUIDES)
@@ -271,10 +291,11 @@ def derive(root: Path, config: Config) -> Preset:
     pass_through, pass_through_origin = derive_pass_through(root, sources)
     overrides, override_origins = derive_overrides(root, guide, all_rules())
     unstated, unstated_origin = derive_unstated(root)
+    body_sections, body_origin = derive_body_sections(root)
     global_origin = 'global-paths = []: the import graph finds the tests that reach shared code'
     return Preset(header, title_tags, pass_through, overrides,
-                  (header_origin, tags_origin, pass_through_origin, *override_origins, unstated_origin, global_origin),
-                  unstated=unstated)
+                  (header_origin, tags_origin, pass_through_origin, *override_origins, unstated_origin, body_origin,
+                   global_origin), unstated=unstated, body_sections=body_sections)
 
 
 def render(preset: Preset) -> str:
@@ -287,6 +308,7 @@ def render(preset: Preset) -> str:
     lines.append(f'title-tags = {toml_array(preset.title_tags)}')
     if preset.verifier_pass_through:
         lines.append('verifier-pass-through = true')
+    lines.append(f'body-sections = {toml_array(preset.body_sections)}')
     lines.append(f'global-paths = {toml_array(preset.global_paths)}')
     if preset.unstated:
         lines.append(f"rules = {toml_value(dict.fromkeys(preset.unstated, 'off'))}")

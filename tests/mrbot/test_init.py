@@ -280,3 +280,24 @@ def test_the_commit_to_pin_is_the_one_pip_installed_from_github_or_a_clean_check
     assert str(workflows.installed_ref()) == f'octo/mrbot@{head}'
     (checkout / 'a.py').write_text('x = 2\n')
     assert workflows.installed_ref() is None
+
+
+def test_body_sections_are_the_second_level_headings_of_the_repositorys_pull_request_template(repo, monkeypatch, capsys):
+    repo.commit({'.github/PULL_REQUEST_TEMPLATE.md': '## Summary\n\n<!-- ## Not a section\n -->\n## Benchmark / NCU (kernel '
+                                                    'changes only)\n\n## Checklist:\n\n- [ ] tests\n\n### If minor\n'})
+    code, _, err = _init(repo, monkeypatch, capsys)
+    assert code == 0 and load_config(repo.root).body_sections == (
+        'Summary', 'Benchmark / NCU (kernel changes only)', 'Checklist')
+    assert 'the headings of .github/PULL_REQUEST_TEMPLATE.md' in err
+    # a body written from that template passes; one that dropped a section does not
+    filled = '## Summary\n\nWhy.\n\n## Benchmark / NCU (kernel changes only)\n\nneutral\n\n## Checklist\n\n- [x] tests\n'
+    assert [f.message for f in repo.check('MR-BODY', title='[Fix] x', body=filled).findings] == []
+    assert [f.message for f in repo.check('MR-BODY', title='[Fix] x', body=filled.split('## Checklist')[0]).findings] == [
+        "PR body has no '## Checklist' section"]
+
+
+def test_without_a_pull_request_template_no_body_section_is_asked_for(repo, monkeypatch, capsys):
+    repo.commit({'README.md': 'x\n'})
+    code, _, err = _init(repo, monkeypatch, capsys)
+    assert code == 0 and load_config(repo.root).body_sections == () and 'no pull request template' in err
+    assert repo.check('MR-BODY', title='[Fix] x', body='Fixes the thing.').findings == ()
