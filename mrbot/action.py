@@ -38,7 +38,8 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
                 raise MrbotError('mrbot action run needs --out DIR, where it leaves the result for the poster')
             # the settings of the PR's merge base: a PR's own new settings are not this bot's to read yet
             base, _ = git.revisions(root, None, None, ci_event.base_branches(Config().target_branches, environ))
-            return run_job(root, git.config_at(root, base), environ, Path(args.out))
+            config = git.config_at(root, base)
+            return run_job(root, config, environ, Path(args.out), ci_event.base_branches(config.target_branches, environ))
         if args.forge == 'gitlab':
             from mrbot.ci import gitlab
 

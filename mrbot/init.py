@@ -394,10 +394,14 @@ def run(args: argparse.Namespace) -> int:
         raise MrbotError(f'{pyproject} already has a [tool.mrbot] table with other runners: set `runners` there; '
                          '--runner goes only into a table mrbot init writes')
     files = _ci_files(args.ci, args.action) if args.ci else ()
-    present = [file.path for file in files if (root / file.path).exists()]
+    present = [file.path for file in files if (root / file.path).is_symlink() or (root / file.path).exists()]
     if present and not args.print:
         raise MrbotError(f"{', '.join(present)}: already there, and mrbot init never overwrites a file; move it "
                          'aside, or see what it would write with --print')
+    linked = [file.path for file in files for parent in Path(file.path).parents if (root / parent).is_symlink()]
+    if linked and not args.print:
+        raise MrbotError(f'{linked[0]}: a folder on its way is a symbolic link; expected folders of the repository '
+                         'itself, where the CI files are read')
     preset = None if has_table and args.ci else dataclasses.replace(
         derive(root, parse_config(existing, str(pyproject))), runners=runners)
     table = render(preset) if preset else ''
@@ -420,7 +424,9 @@ def run(args: argparse.Namespace) -> int:
             print(f'mrbot init: appended [tool.mrbot] to {pyproject}', file=sys.stderr)
         for file in files:
             (root / file.path).parent.mkdir(parents=True, exist_ok=True)
-            (root / file.path).write_text(file.text, encoding='utf-8')
+            # 'x': created here, never through a link or over a file that appeared since the check above
+            with (root / file.path).open('x', encoding='utf-8') as out:
+                out.write(file.text)
             print(f'mrbot init: wrote {file.path}', file=sys.stderr)
     if args.ci:
         print(f'mrbot init: still to do by hand on {args.ci}:', file=sys.stderr)

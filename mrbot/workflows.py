@@ -75,7 +75,8 @@ def installed_ref() -> ActionRef | None:
             source = {}
         url, vcs = source.get('url', ''), source.get('vcs_info') or {}
         found = _GITHUB_URL.fullmatch(url) if isinstance(url, str) and isinstance(vcs, dict) else None
-        if found and vcs.get('vcs') == 'git' and _COMMIT.fullmatch(str(vcs.get('commit_id', ''))):
+        if found and _REPOSITORY.fullmatch(found['repository']) and vcs.get('vcs') == 'git' \
+                and _COMMIT.fullmatch(str(vcs.get('commit_id', ''))):
             return ActionRef(found['repository'], vcs['commit_id'])
     return _checkout_ref(_SOURCE)
 
@@ -89,7 +90,12 @@ def _checkout_ref(folder: Path) -> ActionRef | None:
         return None
     found = _GITHUB_URL.fullmatch(git('remote', 'get-url', 'origin'))
     commit = git('rev-parse', 'HEAD')
-    return ActionRef(found['repository'], commit) if found and _COMMIT.fullmatch(commit) else None
+    # only a commit the repository itself holds: GitHub also resolves `uses:` to a commit of a pull request or a fork
+    # of it, which would run a stranger's action with the workflows' token
+    published = git('branch', '--remotes', '--contains', 'HEAD') or git('tag', '--contains', 'HEAD')
+    if not (found and _REPOSITORY.fullmatch(found['repository']) and _COMMIT.fullmatch(commit) and published):
+        return None
+    return ActionRef(found['repository'], commit)
 
 
 def github_workflows(action: ActionRef, version: str) -> tuple[CiFile, ...]:
@@ -100,7 +106,7 @@ def github_workflows(action: ActionRef, version: str) -> tuple[CiFile, ...]:
         text = _LICENSE_HEADER.sub('', source.read_text(encoding='utf-8'))
         text = _BOT_CHECKOUT.sub('', text)
         text = _LOCAL_ACTION.sub(f'        uses: {action} # mrbot {version}', text)
-        if re.search(r'uses: \./', text):
+        if re.search(r'uses:\s*["\']?\.{1,2}/', text):
             raise MrbotError(f'{source}: a step still uses a local action after pinning it to {action}: '
                              'expected every local action to be the bot checked out by a "Check out the bot" step')
         header = f'# Written by `mrbot init --ci github` (mrbot {version}, {action}); its docs/ci.md explains the jobs.\n'

@@ -58,23 +58,18 @@ def writable(variable: str, value: str | None) -> Path | None:
 
 
 def base_branches(targets: tuple[str, ...], environ: Mapping[str, str]) -> tuple[str, ...]:
-    """Where a CI job looks for the base of its checkout: GitLab's merge request target, the settings' `targets`, then
-    the repository's default branch as the event names it (GitHub's payload, GitLab's CI_DEFAULT_BRANCH); a CI clone
-    has the branches as `origin/NAME`, a repository whose default is not `main` has no `origin/main`."""
-    default = environ.get('CI_DEFAULT_BRANCH', '')
+    """Where a GitHub job looks for the base of its checkout: the settings' `targets`, then the repository's default
+    branch as GitHub's payload names it (a clone has it as `origin/NAME`; a repository whose default is not `main`
+    has no `origin/main`). GitLab's jobs take the target from GitLab's API: whoever runs a job sets its variables."""
     try:
         with open(environ.get('GITHUB_EVENT_PATH', ''), encoding='utf-8') as payload:
             repository = json.load(payload).get('repository')
-        default = default or (repository.get('default_branch', '') if isinstance(repository, dict) else '')
+        default = repository.get('default_branch') if isinstance(repository, dict) else None
     except (OSError, ValueError, AttributeError):
-        pass
-    return tuple(dict.fromkeys([*_branch_refs(environ.get('CI_MERGE_REQUEST_TARGET_BRANCH_NAME', '')), *targets,
-                                *_branch_refs(default)]))
-
-
-def _branch_refs(name: object) -> list[str]:
+        default = None
     # a branch name that git takes as a revision, never as an option
-    return [f'origin/{name}', name] if isinstance(name, str) and re.fullmatch(r'[\w.][\w./-]*', name) else []
+    named = [f'origin/{default}', default] if isinstance(default, str) and re.fullmatch(r'[\w.][\w./-]*', default) else []
+    return tuple(dict.fromkeys([*targets, *named]))
 
 
 def open_forge(kind: str, project: str, environ: Mapping[str, str]) -> Forge:

@@ -126,7 +126,7 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
             'MRBOT_COMMAND': command.kind, 'MRBOT_USER': request.asker, 'GITHUB_RUN_ID': event.run_id}
     folder = out or root / '.mrbot' / 'action'
     try:
-        code = run_job(root, config, jobs, folder, event.run_url)
+        code = run_job(root, config, jobs, folder, (target,), event.run_url)
         post(forge, event, _own_result(read_artifact(folder), number, sha, f'{command.kind}-{runner}'))
     finally:
         # the job is done where it was queued, as the poster marks it on GitHub, whatever became of its result

@@ -13,7 +13,6 @@ from mrbot import commands, git
 from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
-from mrbot.ci.event import base_branches
 from mrbot.config import Config
 from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_MODES, BenchRequest, BenchRun
@@ -69,9 +68,11 @@ def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
     return {**run.to_json(), 'commands': {f.file: shell_command(f, device) for f in files}}
 
 
-def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, run_url: str | None = None) -> int:
-    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`; `run_url` links
-    the run (default: the GitHub Actions run of the environment)."""
+def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, targets: tuple[str, ...],
+            run_url: str | None = None) -> int:
+    """Run the authorized command of MRBOT_* on this checkout and leave its result comment in `out`; the base is the
+    merge base with the first of `targets` the checkout has, unless the command names one; `run_url` links the run
+    (default: the GitHub Actions run of the environment)."""
     missing = [v for v in ('MRBOT_COMMAND', 'MRBOT_ARGS', 'MRBOT_SHA', 'MRBOT_RUNNER', 'MRBOT_PR') if not environ.get(v)]
     if missing:
         raise MrbotError(f"{', '.join(missing)} not set: mrbot action run takes the outputs of the authorize step")
@@ -105,7 +106,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, r
         base_ref = command.args.get('base')
         # the merge base with the first of these that the checkout has (fetch-depth: 0 gives it all)
         result['base'] = base = git.default_base(root, [f'origin/{base_ref}', base_ref] if base_ref
-                                                 else base_branches(config.target_branches, environ))
+                                                 else targets)
         if command.kind == 'bench':
             run, result['bench_command'] = _bench_result(Workspace(root, config), command.args, base)
             result['bench'], measured = run.to_json(), {'base': base, 'timings': _base_timings(run)}

@@ -274,6 +274,7 @@ def test_the_commit_to_pin_is_the_one_pip_installed_from_github_or_a_clean_check
     git = ['git', '-C', str(checkout), '-c', 'user.name=a', '-c', 'user.email=a@b']
     subprocess.run([*git, 'add', '-A'], check=True)
     subprocess.run([*git, 'commit', '-qm', 'one'], check=True)
+    subprocess.run([*git, 'tag', 'v0.1.0'], check=True)
     subprocess.run([*git, 'remote', 'add', 'origin', 'git@github.com:octo/mrbot.git'], check=True)
     monkeypatch.setattr(workflows, '_SOURCE', checkout)
     head = subprocess.run([*git, 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True).stdout.strip()
@@ -301,3 +302,35 @@ def test_without_a_pull_request_template_no_body_section_is_asked_for(repo, monk
     code, _, err = _init(repo, monkeypatch, capsys)
     assert code == 0 and load_config(repo.root).body_sections == () and 'no pull request template' in err
     assert repo.check('MR-BODY', title='[Fix] x', body='Fixes the thing.').findings == ()
+
+
+def test_ci_writes_no_file_through_a_symbolic_link(repo, monkeypatch, capsys, tmp_path):
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    (repo.root / '.github').mkdir()
+    (repo.root / '.github' / 'workflows').symlink_to(outside)
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT)
+    assert code == 2 and 'a folder on its way is a symbolic link' in err and list(outside.iterdir()) == []
+    (repo.root / '.github' / 'workflows').unlink()
+    (repo.root / '.github' / 'workflows').mkdir()
+    # a link left dangling where a file would go is a file there too
+    (repo.root / '.github' / 'workflows' / 'mrbot-pr.yml').symlink_to(outside / 'planted.yml')
+    code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT)
+    assert code == 2 and 'mrbot-pr.yml: already there' in err and list(outside.iterdir()) == []
+
+
+def test_a_checkout_commit_that_no_branch_or_tag_of_its_origin_holds_is_not_pinned(monkeypatch, tmp_path):
+    origin, checkout = tmp_path / 'origin', tmp_path / 'mrbot'
+    subprocess.run(['git', 'init', '-q', '-b', 'main', str(origin)], check=True)
+    git = ['-c', 'user.name=a', '-c', 'user.email=a@b']
+    subprocess.run(['git', '-C', str(origin), *git, 'commit', '-q', '--allow-empty', '-m', 'one'], check=True)
+    subprocess.run(['git', 'clone', '-q', str(origin), str(checkout)], check=True)
+    subprocess.run(['git', '-C', str(checkout), 'remote', 'set-url', 'origin', 'https://github.com/octo/mrbot.git'],
+                   check=True)
+    monkeypatch.setattr(workflows.metadata, 'distribution', lambda name: _Recorded('{"url": "file:///w", "dir_info": {}}'))
+    monkeypatch.setattr(workflows, '_SOURCE', checkout)
+    assert workflows.installed_ref() is not None
+    # a stranger's pull request checked out (`gh pr checkout`): GitHub would resolve its commit in `uses:` all the same
+    subprocess.run(['git', '-C', str(checkout), 'checkout', '-q', '--detach'], check=True)
+    subprocess.run(['git', '-C', str(checkout), *git, 'commit', '-q', '--allow-empty', '-m', 'theirs'], check=True)
+    assert workflows.installed_ref() is None

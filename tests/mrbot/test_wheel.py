@@ -95,10 +95,12 @@ def installed(tmp_path_factory) -> Path:
     return env
 
 
+ACTION = yaml.safe_load((ROOT / 'action.yml').read_text())
+
+
 def _step(name: str) -> dict:
     """The step of action.yml called `name`, as a runner reads it."""
-    steps = yaml.safe_load((ROOT / 'action.yml').read_text())['runs']['steps']
-    return next(step for step in steps if step['name'] == name)
+    return next(step for step in ACTION['runs']['steps'] if step['name'] == name)
 
 
 class Runner:
@@ -117,8 +119,9 @@ class Runner:
         (folder / 'event.json').write_text(json.dumps(payload))
         step = _step(name)
         expressions = {'${{ github.action_path }}': str(self.tmp / 'action'),
-                       '${{ runner.temp }}': str(self.tmp)} | {f'${{{{ inputs.{key} }}}}': value
-                                                              for key, value in inputs.items()}
+                       '${{ runner.temp }}': str(self.tmp)} | {
+            f'${{{{ inputs.{key} }}}}': inputs.get(key, str(declared.get('default', '')))
+            for key, declared in ACTION['inputs'].items()}
         environ = {'PATH': f'{python.parent}{os.pathsep}{os.environ["PATH"]}', 'HOME': os.environ.get('HOME', '/tmp'),
                    'GITHUB_EVENT_NAME': event, 'GITHUB_EVENT_PATH': str(folder / 'event.json'),
                    'GITHUB_REPOSITORY': PROJECT, 'GITHUB_RUN_ID': str(run_id), 'GITHUB_RUN_ATTEMPT': '1',
