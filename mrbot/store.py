@@ -20,9 +20,9 @@ from pathlib import Path
 
 from mrbot.config import state_dir
 from mrbot.records import MrbotError
-from mrbot.records.bench import BenchRun, Revision
+from mrbot.records.bench import BenchRun, Gate, Revision
 
-SCHEMA = 1
+SCHEMA = 2
 FILE = 'history.sqlite3'
 # How long a writer waits for another one before it gives up, in ms.
 BUSY_TIMEOUT_MS = 30_000
@@ -52,6 +52,7 @@ CREATE TABLE tries (
     verdict TEXT NOT NULL,
     reasons TEXT NOT NULL,
     run TEXT,
+    gate TEXT,
     UNIQUE (loop_id, number)
 );
 CREATE TABLE timings (
@@ -128,6 +129,7 @@ class TryRow:
     verdict: str
     reasons: list
     run: dict | None
+    gate: dict | None
 
 
 def _timed_side(run: BenchRun) -> Revision:
@@ -205,6 +207,10 @@ class Store:
                 for statement in filter(str.strip, _TABLES.split(';')):
                     db.execute(statement)
                 db.execute(f'PRAGMA user_version = {SCHEMA}')
+            elif version == 1:
+                # 2 keeps a try's gate also where nothing was timed (a try stopped after its gate)
+                db.execute('ALTER TABLE tries ADD COLUMN gate TEXT')
+                db.execute(f'PRAGMA user_version = {SCHEMA}')
             elif version != SCHEMA:
                 raise MrbotError(f'{self.path}: history schema {version}, this mrbot reads {SCHEMA}; use the mrbot that '
                                  'wrote it, or move the file aside to start a new history')
@@ -240,23 +246,25 @@ class Store:
     # tries
 
     def add_try(self, loop_id: int, candidate_sha: str, note: str, diff: str, verdict: str, reasons: list,
-                run: BenchRun | None) -> int:
-        """Store a try and, when it was timed, the candidate's medians; its number within the loop."""
+                run: BenchRun | None, gate: Gate | None = None) -> int:
+        """Store a try, its gate (the run's, or `gate` where nothing was timed) and, when it was timed, the candidate's
+        medians; its number within the loop."""
         with self._writing() as db:
             number = db.execute('SELECT COALESCE(MAX(number), 0) + 1 FROM tries WHERE loop_id = ?',
                                 (loop_id,)).fetchone()[0]
-            db.execute('INSERT INTO tries (loop_id, number, created, candidate_sha, note, diff, verdict, reasons, run) '
-                       'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            gate = run.gate if run is not None else gate
+            db.execute('INSERT INTO tries (loop_id, number, created, candidate_sha, note, diff, verdict, reasons, run, '
+                       'gate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
                        (loop_id, number, now(), candidate_sha, note, diff, verdict, json.dumps(reasons),
-                        json.dumps(run.to_json()) if run else None))
+                        json.dumps(run.to_json()) if run else None, json.dumps(gate.to_json()) if gate else None))
             if run is not None:
                 self._insert(db, _timings_of(run, 'loop', _timed_side(run), label=f'try {number}'), loop_id, number)
             return number
 
     def tries(self, loop_id: int) -> list[TryRow]:
-        return [TryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _json(r[7]), _json(r[8]))
+        return [TryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _json(r[7]), _json(r[8]), _json(r[9]))
                 for r in self.connection.execute('SELECT loop_id, number, created, candidate_sha, note, diff, verdict, '
-                                                 'reasons, run FROM tries WHERE loop_id = ? ORDER BY number',
+                                                 'reasons, run, gate FROM tries WHERE loop_id = ? ORDER BY number',
                                                  (loop_id,))]
 
     # timings

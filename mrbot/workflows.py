@@ -118,12 +118,12 @@ def github_workflows(action: ActionRef, version: str) -> tuple[CiFile, ...]:
 
 
 def gitlab_pipeline(action: ActionRef, version: str) -> tuple[CiFile, ...]:
-    """A `.gitlab-ci.yml` that includes mrbot's GitLab template at `action`'s commit and installs mrbot from it."""
+    """A `.gitlab-ci.yml` that includes mrbot's GitLab template at `action`'s commit, with the input that installs mrbot
+    from that commit."""
     template = f'https://raw.githubusercontent.com/{action.repository}/{action.commit}/templates/ci/gitlab-ci.yml'
     text = (f'# Written by `mrbot init --ci gitlab` (mrbot {version}, {action}); its docs/ci.md explains the jobs.\n'
             'include:\n'
             f'  - remote: {template}\n'
-            '\n'
-            'variables:\n'
-            f'  MRBOT_PIP_SPEC: "mrbot[kernels] @ git+https://github.com/{action.repository}@{action.commit}"\n')
+            '    inputs:\n'
+            f'      pip-spec: "mrbot[kernels] @ git+https://github.com/{action.repository}@{action.commit}"\n')
     return (CiFile('.gitlab-ci.yml', text),)

@@ -4,7 +4,8 @@
 # LOOP_OP and LOOP_SHAPES choose the op (chunk_simple_gla by default); a try named NAME applies
 # scripts/loop-tries/NAME.patch (noted by NAME.note beside it; the tries that wait for a GPU, each against the main they
 # were written on) where it exists, else the edit of scripts/loop_candidates.py of that name; a
-# try stopped by the time limit is run again by the same step: its gate runs again, its kernels stay compiled.
+# try stopped by the time limit is run again by the same step: the gate it passed on this device stands, its kernels
+# stay compiled.
 export PYTHONUNBUFFERED=1
 OP=${LOOP_OP:-chunk_simple_gla}
 SHAPES=${LOOP_SHAPES:-B8-T2048-H16-K128 B4-T4096-H32-K64}

@@ -116,7 +116,7 @@ def _choose_ops(request: BenchRequest, workspace: Workspace, base: str | None) -
     return specs
 
 
-def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], changed: list[str], interpret: bool,
+def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], changed: list[str], device: str,
           earlier: list[FileRun], quiet: bool) -> Gate:
     """Run the ops' gate tests on head, and check that the change leaves them and the naive references alone.
 
@@ -139,6 +139,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     missing = [f for f in files if f not in {r.file for r in reused}]
     say(f"gate: {' '.join(missing)} {' '.join(pytest_args)}".rstrip()
         + (f" (reusing {', '.join(r.file for r in reused)})" if reused else ''), quiet)
+    interpret = not device.startswith('compiled')
     gpu = None if interpret else local_gpu()
     if gpu is not None and missing and reusable:
         from mrbot.compile.command import warm_kernel_cache
@@ -156,7 +157,8 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     seconds = round(sum(r.duration for r in runs), 1)
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
     return replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
-                   reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]))
+                   reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]),
+                   device=device)
 
 
 def _runner_profile(root: Path, gpu: str) -> Path:
@@ -259,15 +261,29 @@ def _machine(info: dict, start: dict[str, str], ceilings: dict | None, evidence:
                    ceilings=ceilings, command=command)
 
 
+def _earlier_gate(request: BenchRequest, passed: Gate | None, device: str, quiet: bool) -> Gate | None:
+    """`passed` where it stands for this run's gate: whole (no -k), passed, on this device, with the same dispatch and
+    variables (the gate checks what is timed)."""
+    if passed is None or not request.gate or request.gate_k or request.dispatch != 'off' or request.environment:
+        return None
+    if passed.status != 'passed' or passed.partial or passed.device != device:
+        return None
+    say(f"gate: {' '.join(passed.test_files)} passed on these files on {device} before ({passed.seconds} s); "
+        'not run again', quiet)
+    return passed
+
+
 def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence[FileRun] = (),
-            quiet: bool = False, home: Path | None = None) -> BenchRun:
+            quiet: bool = False, home: Path | None = None, passed_gate: Gate | None = None) -> BenchRun:
     """One bench run as its record: paired with `request.base` (or `aa`), else of the working tree alone.
 
     `earlier_tests` are test files this head already ran on this device (`mrbot prepare` runs the dependent tests
     before timing); the gate reuses them instead of running those files again. `home` is the repository whose state
     keeps the base's checkout, each side's compiled kernels, the machine's ceilings and its A/A noise (the workspace's
-    own by default; a loop's, whose tries each have a checkout). Progress goes to stderr unless `quiet`. Ctrl-C or
-    SIGTERM after the gate raises BenchInterrupted with the gate and the finished rounds' record.
+    own by default; a loop's, whose tries each have a checkout). `passed_gate` is the whole gate this head's files
+    passed on this device before (a loop's try stopped after its gate, or promoted): it stands for the gate here.
+    Progress goes to stderr unless `quiet`. Ctrl-C or SIGTERM after the gate raises BenchInterrupted with the gate and
+    the finished rounds' record.
     """
     root = workspace.root
     home = home or root
@@ -312,7 +328,8 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
             if name == 'head':
                 # the base is compiled, autotuned and loaded before any code of head runs (the gate, head's worker):
                 # head's code runs as the same user and could otherwise rewrite what the base loads
-                gate = _gate(request, workspace, ops, changed, not evidence, list(earlier_tests), quiet)
+                gate = _earlier_gate(request, passed_gate, device, quiet) or _gate(
+                    request, workspace, ops, changed, device, list(earlier_tests), quiet)
             sides.append(start_side(name, tree, state_dir(home, 'bench', folder), environment))
             say(f'setting up the {name} side ({size}, {device}): compiling and autotuning', quiet)
             answers.append(sides[-1].ask(setup))

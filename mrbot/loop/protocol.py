@@ -139,26 +139,36 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
         reasons, verdict_of_try = _findings(change, workspace, ('CMP',), matrix), 'red'
     if not reasons:
         try:
-            run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
+            run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root,
+                          passed_gate=_passed_gate(root, store, loop, sha))
         except BenchInterrupted as stopped:
-            # kept in the record; tried again, it compiles nothing the stopped try compiled (the sides' caches are kept
-            # by their files), but runs its gate again
+            # kept in the record with its gate; tried again, it compiles nothing the stopped try compiled (the sides'
+            # caches are kept by their files) and runs no gate its files passed on this device
             if stopped.gate.status == 'failed':
                 outcome, why = 'red', _gate_failures(stopped.gate)
             else:
                 outcome, why = 'interrupted', [Reason(INTERRUPTED, '', 0, f'the gate {stopped.gate.status}, then the '
                                                       f'timing stopped: {stopped}; `mrbot loop try --commit {sha[:12]}` '
                                                       'tries it again')]
-            kept = _keep(root, store, loop, sha, note, diff, outcome, why, stopped.run)
+            kept = _keep(root, store, loop, sha, note, diff, outcome, why, stopped.run, stopped.gate)
             raise KeyboardInterrupt(f'{stopped}; kept as try {kept.number} ({outcome})') from None
         verdict_of_try, reasons = verdict(run)
     return _keep(root, store, loop, sha, note, diff, verdict_of_try, reasons, run)
 
 
+def _passed_gate(root: Path, store: Store, loop: Loop, sha: str) -> Gate | None:
+    """The gate an earlier try of `loop` with the same files as `sha` passed: a try stopped after its gate, tried
+    again, or the try a promotion re-measures."""
+    for attempt in reversed([Try.from_row(row) for row in store.tries(loop.id)]):
+        if attempt.gate == 'passed' and git.same_tree(root, attempt.sha, sha):
+            return attempt.gate_result
+    return None
+
+
 def _keep(root: Path, store: Store, loop: Loop, sha: str, note: str, diff: str, verdict_of_try: str,
-          reasons: list[Reason], run: BenchRun | None) -> Try:
+          reasons: list[Reason], run: BenchRun | None, gate: Gate | None = None) -> Try:
     """Store a try of `loop` and keep its commit under the loop's refs."""
-    number = store.add_try(loop.id, sha, note, diff, verdict_of_try, [r.to_json() for r in reasons], run)
+    number = store.add_try(loop.id, sha, note, diff, verdict_of_try, [r.to_json() for r in reasons], run, gate)
     git.keep(root, _ref(loop.id, f'try-{number}'), sha)
     return Try.from_row(store.tries(loop.id)[number - 1])
 
@@ -176,7 +186,8 @@ def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[st
                          'promoted')
     say(f'loop: re-measuring try {number} ({chosen.sha[:12]}) against the baseline in a fresh run', quiet)
     workspace = Workspace.load(git.pristine_worktree(root, chosen.sha))
-    run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root)
+    run = measure(loop.plan.request(loop.baseline_sha, command), workspace, quiet=quiet, home=root,
+                  passed_gate=_passed_gate(root, store, loop, chosen.sha))
     again, reasons = verdict(run)
     if again != 'faster' and not reasons:
         reasons = [Reason(NOT_REPEATED, '', 0, f'the fresh run of try {number} is {again}, not faster')]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from mrbot.bench import stats
 from mrbot.loop.contract import Contract
-from mrbot.records.bench import BENCH_DISPATCH, BenchRequest, BenchRun, parse_environment
+from mrbot.records.bench import BENCH_DISPATCH, BenchRequest, BenchRun, Gate, parse_environment
 from mrbot.records.reading import JsonObject
 from mrbot.store import FILE, LoopRow, TryRow
 
@@ -114,6 +114,8 @@ class Try:
     verdict: str
     reasons: tuple[Reason, ...]
     run: BenchRun | None
+    # the gate: the run's, or where the try stopped after its gate, that gate's
+    gate_result: Gate | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -121,15 +123,16 @@ class Try:
 
     @property
     def gate(self) -> str:
-        return self.run.gate.status if self.run is not None else 'not run'
+        return self.gate_result.status if self.gate_result is not None else 'not run'
 
     @classmethod
     def from_row(cls, row: TryRow) -> Try:
-        fields = JsonObject({'reasons': row.reasons, 'run': row.run}, FILE, f'tries[{row.number}]')
-        run = fields.optional_object('run')
+        fields = JsonObject({'reasons': row.reasons, 'run': row.run, 'gate': row.gate}, FILE, f'tries[{row.number}]')
+        run, gate = fields.optional_object('run'), fields.optional_object('gate')
+        run_record = BenchRun.from_json(run) if run is not None else None
         return cls(row.number, row.created, row.candidate_sha, row.note, row.diff, row.verdict,
-                   tuple(Reason.from_json(r) for r in fields.objects('reasons')),
-                   BenchRun.from_json(run) if run is not None else None)
+                   tuple(Reason.from_json(r) for r in fields.objects('reasons')), run_record,
+                   Gate.from_json(gate) if gate is not None else run_record.gate if run_record is not None else None)
 
 
 @dataclass(frozen=True)

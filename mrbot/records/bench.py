@@ -287,13 +287,15 @@ class Gate:
     pytest_args: tuple[str, ...] = ()
     reused: tuple[str, ...] = ()
     failures: tuple[str, ...] = ()
+    # the device label of the machine it ran on ('' where it did not run)
+    device: str = ''
 
     def to_json(self) -> dict:
         out = {'test_files': list(self.test_files), 'frozen_ok': self.frozen_ok, 'partial': self.partial,
                'changed_contract': list(self.changed_contract), 'status': self.status}
         if self.seconds is not None:
             out.update(seconds=self.seconds, pytest_args=list(self.pytest_args), reused=list(self.reused),
-                       failures=list(self.failures))
+                       failures=list(self.failures), device=self.device)
         return out
 
     @classmethod
@@ -302,7 +304,7 @@ class Gate:
                    frozen_ok=fields.flag('frozen_ok', True), partial=fields.flag('partial', False),
                    changed_contract=fields.texts('changed_contract', ()), seconds=fields.optional_number('seconds'),
                    pytest_args=fields.texts('pytest_args', ()), reused=fields.texts('reused', ()),
-                   failures=fields.texts('failures', ()))
+                   failures=fields.texts('failures', ()), device=fields.text('device', ''))
 
 
 @dataclass(frozen=True)

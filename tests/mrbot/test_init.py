@@ -225,7 +225,7 @@ def test_ci_keeps_a_table_that_is_there_and_writes_the_ci_files(repo, monkeypatc
     commit = MRBOT.split('@')[1]
     text = (repo.root / '.gitlab-ci.yml').read_text()
     assert f'  - remote: https://raw.githubusercontent.com/octo/mrbot/{commit}/templates/ci/gitlab-ci.yml\n' in text
-    assert f'MRBOT_PIP_SPEC: "mrbot[kernels] @ git+https://github.com/octo/mrbot@{commit}"' in text
+    assert f'    inputs:\n      pip-spec: "mrbot[kernels] @ git+https://github.com/octo/mrbot@{commit}"\n' in text
     # runners for a table that is there go into that table, by hand
     code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT, '--runner', 'a100=gpu')
     assert code == 2 and 'set `runners` there' in err and not (repo.root / '.github').exists()

@@ -232,9 +232,9 @@ def test_a_gate_whose_kernels_cannot_be_compiled_ahead_runs_all_the_same(repo, m
 
 
 def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, monkeypatch, capsys, stand_in_gpu):
-    """A GPU machine's time limit stops a try after its gate: the try is in the record, its gate runs again when it is
-    tried again, and neither side compiles in a folder of its own try: the baseline's kernels are compiled once for the
-    loop, the candidate's once however often it is tried."""
+    """A GPU machine's time limit stops a try after its gate: the try is in the record with the gate it passed, which
+    stands when the same files are tried again on the same device, and neither side compiles in a folder of its own
+    try: the baseline's kernels are compiled once for the loop, the candidate's once however often it is tried."""
     repo.commit(files(BASELINE_DELAY))
     monkeypatch.chdir(repo.root)
     assert _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3', '-q')[0] == 0
@@ -255,13 +255,15 @@ def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, 
                                         '1 (interrupted)\n')
     status = json.loads(_loop(capsys, 'status', '--format', 'json')[1])
     (stopped_try,) = status['tries']
-    assert stopped_try['verdict'] == 'interrupted'
+    assert (stopped_try['verdict'], stopped_try['gate']) == ('interrupted', 'passed')
     assert stopped_try['reasons'][0]['message'].startswith('the gate passed, then the timing stopped: ')
 
     monkeypatch.setattr(command, 'interleave', interleave)
     code, out, _ = _loop(capsys, 'try', '-q', '--commit', stopped_try['sha'], '--note', 'half the delay, timed')
     assert code == 0 and 'try 2' in out and ': faster' in out
-    assert gated == [['tests/ops/test_product.py']] * 2
+    # the machine's time went to timing: the gate these files passed on this device did not run again
+    assert gated == [['tests/ops/test_product.py']]
+    assert [t['gate'] for t in json.loads(_loop(capsys, 'status', '--format', 'json')[1])['tries']] == ['passed'] * 2
     # one compile cache per tree, in the loop's repository, none in a try's checkout
     trees = {repo.git('rev-parse', f'{sha}^{{tree}}')[:12] for sha in ('HEAD', stopped_try['sha'])}
     assert {p.name for p in (repo.root / '.mrbot' / 'bench').iterdir()} == trees

@@ -17,9 +17,11 @@ from xml.etree import ElementTree
 
 import pytest
 
+from mrbot import store as store_module
 from mrbot.cli import main
 from mrbot.history import sparkline
 from mrbot.records.bench import BenchRow, BenchRun, Gate, Machine, Revision, Shape
+from mrbot.records.reading import JsonObject
 from mrbot.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,13 +114,34 @@ def test_a_store_of_another_schema_or_not_sqlite_is_refused_with_what_to_do(repo
     with sqlite3.connect(path) as connection:
         connection.execute('PRAGMA user_version = 7')
     assert main(['history']) == 2
-    assert capsys.readouterr().err == (f'mrbot history: error: {path}: history schema 7, this mrbot reads 1; use the '
+    assert capsys.readouterr().err == (f'mrbot history: error: {path}: history schema 7, this mrbot reads 2; use the '
                                        'mrbot that wrote it, or move the file aside to start a new history\n')
     for name in ('history.sqlite3', 'history.sqlite3-wal', 'history.sqlite3-shm'):
         (repo.root / '.mrbot' / name).unlink(missing_ok=True)
     path.write_text('not a database, just text ' * 100)
     assert main(['history']) == 2
     assert capsys.readouterr().err.startswith(f'mrbot history: error: {path}: not a readable history store (')
+
+
+def test_a_store_of_the_first_schema_is_read_and_keeps_its_tries_while_gaining_the_gate_of_each(tmp_path):
+    # the stores that GPU sessions hand back between machines are of the schema they were written with
+    path = tmp_path / 'history.sqlite3'
+    first = store_module._TABLES.replace('    gate TEXT,\n', '')
+    with sqlite3.connect(path) as connection:
+        connection.executescript(first)
+        connection.execute('PRAGMA user_version = 1')
+        connection.execute("INSERT INTO loops (op, started, baseline_sha, contract, request, state) VALUES "
+                           "('chunk_kda', 'now', ?, '{}', '{}', 'open')", ('a' * 40,))
+        connection.execute("INSERT INTO tries (loop_id, number, created, candidate_sha, note, diff, verdict, reasons) "
+                           "VALUES (1, 1, 'now', ?, 'bf16', '', 'interrupted', '[]')", ('b' * 40,))
+    with Store.at(path) as store:
+        [old] = store.tries(1)
+        assert (old.note, old.gate) == ('bf16', None)
+        gate = Gate('passed', ('tests/ops/test_kda.py',), seconds=186.7, device='compiled on NVIDIA H100 (sm_90)')
+        store.add_try(1, 'b' * 40, 'bf16 again', '', 'interrupted', [], None, gate)
+        assert Gate.from_json(JsonObject(store.tries(1)[1].gate, 'a try')) == gate
+    with sqlite3.connect(path) as connection:
+        assert connection.execute('PRAGMA user_version').fetchone()[0] == 2
 
 
 def test_history_without_a_store_and_bad_flags_say_so(repo, monkeypatch, capsys):
