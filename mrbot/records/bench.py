@@ -295,7 +295,9 @@ class Gate:
                'changed_contract': list(self.changed_contract), 'status': self.status}
         if self.seconds is not None:
             out.update(seconds=self.seconds, pytest_args=list(self.pytest_args), reused=list(self.reused),
-                       failures=list(self.failures), device=self.device)
+                       failures=list(self.failures))
+        if self.device:
+            out['device'] = self.device
         return out
 
     @classmethod
