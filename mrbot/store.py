@@ -52,6 +52,7 @@ CREATE TABLE tries (
     verdict TEXT NOT NULL,
     reasons TEXT NOT NULL,
     run TEXT,
+    -- the gate of a try stopped before its run was timed (a timed run holds its own)
     gate TEXT,
     UNIQUE (loop_id, number)
 );
@@ -247,12 +248,12 @@ class Store:
 
     def add_try(self, loop_id: int, candidate_sha: str, note: str, diff: str, verdict: str, reasons: list,
                 run: BenchRun | None, gate: Gate | None = None) -> int:
-        """Store a try, its gate (the run's, or `gate` where nothing was timed) and, when it was timed, the candidate's
-        medians; its number within the loop."""
+        """Store a try and, when it was timed, its run with the candidate's medians, else the `gate` it passed or failed
+        before it stopped (a timed run holds its own); its number within the loop."""
         with self._writing() as db:
             number = db.execute('SELECT COALESCE(MAX(number), 0) + 1 FROM tries WHERE loop_id = ?',
                                 (loop_id,)).fetchone()[0]
-            gate = run.gate if run is not None else gate
+            gate = gate if run is None else None
             db.execute('INSERT INTO tries (loop_id, number, created, candidate_sha, note, diff, verdict, reasons, run, '
                        'gate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
                        (loop_id, number, now(), candidate_sha, note, diff, verdict, json.dumps(reasons),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from mrbot.git import run_git
 from mrbot.records import MrbotError
 
 _SOURCE = Path(__file__).resolve().parents[1]
@@ -82,17 +82,19 @@ def installed_ref() -> ActionRef | None:
 
 
 def _checkout_ref(folder: Path) -> ActionRef | None:
-    def git(*args: str) -> str:
-        done = subprocess.run(['git', '-C', str(folder), *args], capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else ''
+    def git_output(*args: str) -> str:
+        try:
+            return run_git(folder, *args).decode().strip()
+        except MrbotError:
+            return ''
 
-    if not (folder / '.git').exists() or git('status', '--porcelain', '--untracked-files=no'):
+    if not (folder / '.git').exists() or git_output('status', '--porcelain', '--untracked-files=no'):
         return None
-    found = _GITHUB_URL.fullmatch(git('remote', 'get-url', 'origin'))
-    commit = git('rev-parse', 'HEAD')
+    found = _GITHUB_URL.fullmatch(git_output('remote', 'get-url', 'origin'))
+    commit = git_output('rev-parse', 'HEAD')
     # only a commit the repository itself holds: GitHub also resolves `uses:` to a commit of a pull request or a fork
     # of it, which would run a stranger's action with the workflows' token
-    published = git('branch', '--remotes', '--contains', 'HEAD') or git('tag', '--contains', 'HEAD')
+    published = git_output('branch', '--remotes', '--contains', 'HEAD') or git_output('tag', '--contains', 'HEAD')
     if not (found and _REPOSITORY.fullmatch(found['repository']) and _COMMIT.fullmatch(commit) and published):
         return None
     return ActionRef(found['repository'], commit)

@@ -141,7 +141,7 @@ class GitHub:
         try:
             yield
         except GithubException as error:
-            raise forge_error('GitHub', doing, error.status, _message(error), 
+            raise forge_error('GitHub', doing, error.status, _message(error),
                               token_advice('GitHub', self.project, 'repository', self._token_source, error.status,
                                            needs)) from None
         except requests.RequestException as error:

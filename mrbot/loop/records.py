@@ -114,8 +114,12 @@ class Try:
     verdict: str
     reasons: tuple[Reason, ...]
     run: BenchRun | None
-    # the gate: the run's, or where the try stopped after its gate, that gate's
-    gate_result: Gate | None = None
+    # the gate of a try stopped before it was timed (a timed run holds its own)
+    stopped_gate: Gate | None = None
+
+    @property
+    def gate_result(self) -> Gate | None:
+        return self.run.gate if self.run is not None else self.stopped_gate
 
     @property
     def speedup(self) -> float | None:
@@ -129,10 +133,9 @@ class Try:
     def from_row(cls, row: TryRow) -> Try:
         fields = JsonObject({'reasons': row.reasons, 'run': row.run, 'gate': row.gate}, FILE, f'tries[{row.number}]')
         run, gate = fields.optional_object('run'), fields.optional_object('gate')
-        run_record = BenchRun.from_json(run) if run is not None else None
         return cls(row.number, row.created, row.candidate_sha, row.note, row.diff, row.verdict,
-                   tuple(Reason.from_json(r) for r in fields.objects('reasons')), run_record,
-                   Gate.from_json(gate) if gate is not None else run_record.gate if run_record is not None else None)
+                   tuple(Reason.from_json(r) for r in fields.objects('reasons')),
+                   BenchRun.from_json(run) if run is not None else None, Gate.from_json(gate) if gate is not None else None)
 
 
 @dataclass(frozen=True)
