@@ -14,9 +14,9 @@ import sys
 import tempfile
 import threading
 import traceback
-from importlib import metadata
 from pathlib import Path
 
+from mrbot import version
 from mrbot.config import CONFIG_VARIABLE
 from mrbot.records import MrbotError
 
@@ -59,13 +59,6 @@ HELP = {'check': "check a change against the repository's contribution rules",
         'loop': 'optimize one op try by try: frozen gate, gaming rules, interleaved timing, a claim or a no-go',
         'history': 'the recorded timings of loops and `mrbot bench --record` runs, as a table or a plot',
         'help': 'show the help of mrbot or of one command'}
-
-
-def version() -> str:
-    try:
-        return metadata.version('mrbot')
-    except metadata.PackageNotFoundError:
-        return 'unknown (not installed)'
 
 
 def _common(top: bool) -> argparse.ArgumentParser:

@@ -17,12 +17,11 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from checks.header import COPYRIGHT, LICENSE_LINE, leading_comment
 from checks.pr import template_sections
-from mrbot import git
+from mrbot import git, version
 from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_string, toml_value
 from mrbot.records import MrbotError
 from mrbot.rules import Rule, all_rules
@@ -348,17 +347,10 @@ def parse_runner(text: str) -> tuple[str, tuple[str, ...]]:
 def _ci_files(forge: str, given: str | None) -> tuple[CiFile, ...]:
     action = parse_action_ref(given) if given else installed_ref()
     if action is None:
-        raise MrbotError(f'mrbot {_version()} cannot tell which GitHub repository and commit it was installed from; '
+        raise MrbotError(f'mrbot {version()} cannot tell which GitHub repository and commit it was installed from; '
                          'pass --action OWNER/NAME@COMMIT (the full commit id of the mrbot to pin)')
     files = github_workflows if forge == 'github' else gitlab_pipeline
-    return files(action, _version())
-
-
-def _version() -> str:
-    try:
-        return metadata.version('mrbot')
-    except metadata.PackageNotFoundError:
-        return 'from source'
+    return files(action, version())
 
 
 def _still_to_do(forge: str, runners: dict[str, list[str]]) -> list[str]:
