@@ -47,3 +47,10 @@ def state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K: tl.constexpr, V: tl.constex
 def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
     """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
     return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)
+
+
+@triton.jit
+def store_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, value, mask):
+    """Store `value` at rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor, in its dtype."""
+    p_x = x + (o_row[:, None] * H + i_h) * D + o_d[None, :]
+    tl.store(p_x, value.to(p_x.dtype.element_ty), mask=mask)

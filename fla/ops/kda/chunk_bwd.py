@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from fla.ops.common.launch import fitting_configs
-from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
+from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets, store_tile
 from fla.ops.kda.chunk_fwd import (
     CHUNK_CONFIGS,
     CHUNK_KEY,
@@ -155,7 +155,7 @@ def chunk_kda_bwd_kernel_dh(
         b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
         o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(dh + o_chunk, b_dh, mask=m_chunk)
+        tl.store(dh + o_chunk, b_dh.to(dh.dtype.element_ty), mask=m_chunk)
         row0 = bos + i_t * BT
         o_row = row0 + o_t
         m_t = o_row < eos
@@ -163,19 +163,19 @@ def chunk_kda_bwd_kernel_dh(
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
-        b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk)
+        b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk).to(tl.float32)
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         # [BT, BV]
         b_do = load_tile(do, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
         # [BT, BT]
-        b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :])
+        b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :]).to(tl.float32)
         # [BK]
         b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
         b_k_decayed = b_k * tl.exp(tl.where(m_tk, b_g_last[None, :] - b_g, float('-inf')))
         # [BT, BV] the gradient of the corrections, through the outputs and the next state
         b_dv_new = tl.dot(tl.trans(b_A), b_do, input_precision=DOT_PRECISION) * scale
         b_dv_new += tl.dot(b_k_decayed, b_dh, input_precision=DOT_PRECISION)
-        tl.store(dv_new + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_dv_new, mask=m_tv)
+        store_tile(dv_new, o_row, i_hv, HV, V, o_v, b_dv_new, m_tv)
         b_dh *= tl.exp(b_g_last)[:, None]
         b_dh += tl.dot(tl.trans(b_q * tl.exp(b_g)), b_do, input_precision=DOT_PRECISION) * scale
         b_dh -= tl.dot(tl.trans(b_w), b_dv_new, input_precision=DOT_PRECISION)
@@ -198,7 +198,7 @@ def chunk_kda_bwd_kernel_wy(
     m_tt = m_t[:, None] & (o_t < BT)[None, :]
 
     # [BT, BT] M = (I + A)^-1
-    b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_tt)
+    b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
     b_dbeta = tl.zeros([BT], dtype=tl.float32)
@@ -209,7 +209,7 @@ def chunk_kda_bwd_kernel_wy(
         m_tv = m_t[:, None] & m_v[None, :]
         # [BT, BV]
         b_v = load_tile(v, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
-        b_dv_new = load_tile(dv_new, o_row, i_hv, HV, V, o_v, m_tv)
+        b_dv_new = load_tile(dv_new, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
         b_dM += tl.dot(b_dv_new, tl.trans(b_v * b_beta[:, None]), input_precision=DOT_PRECISION)
         # the gradient of beta v
         b_dvb = tl.dot(tl.trans(b_M), b_dv_new, input_precision=DOT_PRECISION)
@@ -228,7 +228,7 @@ def chunk_kda_bwd_kernel_wy(
         for i_v in range(tl.cdiv(V, BV)):
             o_v, m_v = block_range(i_v, BV, V)
             # [BT, BV]
-            b_dv_new = load_tile(dv_new, o_row, i_hv, HV, V, o_v, m_t[:, None] & m_v[None, :])
+            b_dv_new = load_tile(dv_new, o_row, i_hv, HV, V, o_v, m_t[:, None] & m_v[None, :]).to(tl.float32)
             # [BK, BV]
             b_h = load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
             b_dw -= tl.dot(b_dv_new, tl.trans(b_h), input_precision=DOT_PRECISION)
@@ -244,7 +244,7 @@ def chunk_kda_bwd_kernel_wy(
     b_dA = -tl.dot(tl.dot(tl.trans(b_M), b_dM, input_precision=DOT_PRECISION), tl.trans(b_M),
                    input_precision=DOT_PRECISION)
     b_dA = tl.where(o_t[:, None] > o_t[None, :], b_dA, 0)
-    tl.store(dA + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_dA, mask=m_tt)
+    store_tile(dA, o_row, i_hv, HV, BT, o_t, b_dA, m_tt)
     tl.store(dbeta + o_row * HV + i_hv, b_dbeta, mask=m_t)
 
 
@@ -272,7 +272,7 @@ def chunk_kda_bwd_kernel_intra(
         m_tv = m_t[:, None] & m_v[None, :]
         # [BT, BV]
         b_do = load_tile(do, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
-        b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv)
+        b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
         b_dAqk += tl.dot(b_do, tl.trans(b_v_new), input_precision=DOT_PRECISION)
     # [BT] the diagonal apart, since its undecayed terms cancel exactly in the decay gradient (module docstring)
     b_dAqk_diag = tl.sum(tl.where(o_t[:, None] == o_t[None, :], b_dAqk, 0), axis=1) * scale
@@ -281,7 +281,7 @@ def chunk_kda_bwd_kernel_intra(
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
     b_dbeta = tl.load(dbeta + o_row * HV + i_hv, mask=m_t, other=0)
     # [BT, BT] the gradient of A = diag(beta) Akk, and diag(beta) dA, that of the decayed scores Akk themselves
-    b_dA = load_tile(dA, o_row, i_hv, HV, BT, o_t, m_tt)
+    b_dA = load_tile(dA, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
     b_dA_beta = b_dA * b_beta[:, None]
     for i_k in range(tl.cdiv(K, BK)):
         o_k, m_k = block_range(i_k, BK, K)
@@ -303,7 +303,7 @@ def chunk_kda_bwd_kernel_intra(
             m_tv = m_t[:, None] & m_v[None, :]
             # [BT, BV]
             b_do = load_tile(do, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
-            b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv)
+            b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
             # [BK, BV]
             b_h = load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
             b_dh = load_chunk_state(dh, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
@@ -344,13 +344,13 @@ def chunk_kda_bwd_dh(
     q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, gk: torch.Tensor, aqk: torch.Tensor, do: torch.Tensor,
     dht: torch.Tensor | None, initial_state: torch.Tensor | None, scale: float, layout: ChunkLayout,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """The float32 gradient of the state after every chunk, that of the initial state, and float32 dv_new."""
+    """The gradient of the state after every chunk and dv_new, both in the dtype of W; that of the initial state."""
     B, T, H, K = q.shape
     HV, V = do.shape[2], do.shape[3]
     blocks = state_pass_blocks(K, V, q.dtype)
-    dh = q.new_empty(layout.num_states, HV, K, V, dtype=torch.float32)
+    dh = q.new_empty(layout.num_states, HV, K, V, dtype=w.dtype)
     dh0 = torch.empty_like(initial_state) if initial_state is not None else None
-    dv_new = do.new_empty(B, T, HV, V, dtype=torch.float32)
+    dv_new = do.new_empty(B, T, HV, V, dtype=w.dtype)
     chunk_kda_bwd_kernel_dh[(layout.N * HV, triton.cdiv(V, blocks['BV']))](
         q, k, w, gk, aqk, do, dht, dh, dh0, dv_new, layout.cu_seqlens, scale, T,
         H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, USE_INITIAL_STATE=initial_state is not None,

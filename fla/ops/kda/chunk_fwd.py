@@ -16,10 +16,12 @@ row only where every `|G_i - G_m|` of its sub-chunks is at most `DIAGONAL_SPAN` 
 time, every exponent again a difference `G_i - G_j`. The differences come from chunk-local cumulative sums, so each
 carries an absolute error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
 
-Only q, k, v come in and o goes out in the input dtype: every intermediate (W, U, the scores, the states, the
-corrections `U - W S`) is float32 and every product takes float32 operands (TF32 on tensor cores unless the inputs are
-float32 under torch's 'highest' matmul precision). The corrections are small differences of large terms; rounding W, U
-or the state to bf16 cost up to three times the forward's error, and more without decay.
+Every product takes float32 operands (TF32 on tensor cores unless the inputs are float32 under torch's 'highest' matmul
+precision) and accumulates in float32. What one kernel hands the next (W, U, the scores, `M`, the states, the
+corrections `U - W S`) is stored in bf16 for bf16 inputs, halving the bytes the state pass and the output read, and in
+float32 otherwise (`intermediate_dtype`); the log decay is always float32. Rounding them all to bf16 moved the worst
+error of six bf16 cases of the KDA suite from 0.22 to 0.25 of its tolerance, the output's own bf16 rounding being most
+of either (`docs/performance.md`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import triton
 import triton.language as tl
 
 from fla.ops.common.launch import fitting_configs, state_block
-from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
+from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets, store_tile
 from fla.utils import autotune
 
 # tokens per chunk, and per sub-chunk of the intra-chunk scores
@@ -94,6 +96,12 @@ def dot_precision(dtype: torch.dtype) -> str:
     return 'ieee' if dtype == torch.float32 and torch.get_float32_matmul_precision() == 'highest' else 'tf32'
 
 
+def intermediate_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of what the kernels hand each other for inputs of `dtype`: bf16 for bf16, float32 otherwise (float16's
+    range is too narrow for the states of long sequences without decay)."""
+    return torch.bfloat16 if dtype == torch.bfloat16 else torch.float32
+
+
 @triton.jit
 def chunk_place(chunk_rows, T, HV: tl.constexpr, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
     """Return `(i_c, i_hv, row0, eos)` of a chunk-parallel program: the chunk's state slot, its value head, its first
@@ -126,9 +134,10 @@ def load_row(x, row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, m_d):
 
 @triton.jit
 def load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr):
-    """[BK, BV]: a block of the state stored for slot `i_c`; zeros for a slot no chunk owns, which nothing writes."""
+    """[BK, BV] float32: a block of the state stored for slot `i_c`; zeros for a slot no chunk owns, which nothing
+    writes."""
     o_chunk, m_state = state_block_offsets(i_c * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-    return tl.load(h + o_chunk, mask=m_state & (row0 < eos), other=0)
+    return tl.load(h + o_chunk, mask=m_state & (row0 < eos), other=0).to(tl.float32)
 
 
 @triton.jit
@@ -229,27 +238,38 @@ def precise_dot(b_a, b_b, DOT_PRECISION: tl.constexpr):
 
 
 @triton.jit
-def unit_lower_inverse(b_A, BT: tl.constexpr, BC: tl.constexpr, DOT_PRECISION: tl.constexpr):
-    """[BT, BT]: `(I + A)^-1` of a strictly lower triangular `A`, by blocks of `BC` rows, at most four of them.
+def unit_lower_inverse(a, row0, eos, i_hv, HV: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+                       DOT_PRECISION: tl.constexpr):
+    """[BT, BT]: `(I + A)^-1` of a chunk's strictly lower triangular `A`, stored float32 `[B * T, HV, BT]` at `a` (rows
+    from `row0`; those from `eos` on read as 0), by its four diagonal blocks of `BC` rows.
 
-    Forward substitution inverts the diagonal blocks, one row of every block per step (their columns do not overlap),
-    giving the block-diagonal `D = (I + A_diag)^-1`; with `L` the blocks below the diagonal, `(I + A)^-1 =
-    (I + D L)^-1 D`, and `N = D L` is zero from its fourth power on, so `(I + N)^-1 = (I - N)(I + N^2)`.
+    Forward substitution inverts the four diagonal blocks together on a `[4, BC, BC]` tile, one row of every block per
+    step, each step's sum running along a block's `BC` rows rather than across the warps of a `[BT, BT]` tile; the
+    inverses are then laid on the diagonal of one tile, the block-diagonal `D = (I + A_diag)^-1`. With `L` the blocks
+    below the diagonal, `(I + A)^-1 = (I + D L)^-1 D`, and `N = D L` is zero from its fourth power on, so
+    `(I + N)^-1 = (I - N)(I + N^2)`.
     """
-    tl.static_assert(BT // BC <= 4)
+    tl.static_assert(BT // BC == 4)
     o_t = tl.arange(0, BT)
     m_block = (o_t // BC)[:, None] == (o_t // BC)[None, :]
-    b_A_diag = tl.where(m_block, b_A, 0)
-    # strictly lower part of D: row i is -A_i - sum_j A_ij (row j), for row i of every block at once
-    b_D = tl.zeros([BT, BT], dtype=tl.float32)
-    for i in range(1, BC):
-        m_rows = (o_t % BC == i)[:, None]
-        # [BT]
-        b_a = -tl.sum(tl.where(m_rows, b_A_diag, 0), axis=0)
-        b_a += tl.sum(b_a[:, None] * b_D, axis=0)
-        b_D = tl.where(m_rows & m_block, b_a[None, :], b_D)
     b_I = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
-    b_D += b_I
+    # [4, BC, BC] the diagonal blocks of A, block b at [b], and D of each, the identity to start
+    o_b, o_c = tl.arange(0, 4), tl.arange(0, BC)
+    o_r3 = row0 + (o_b * BC)[:, None, None] + o_c[None, :, None]
+    b_A3 = tl.load(a + (o_r3 * HV + i_hv) * BT + (o_b * BC)[:, None, None] + o_c[None, None, :], mask=o_r3 < eos,
+                   other=0)
+    m_diag3 = (o_c[:, None] == o_c[None, :])[None, :, :] & (o_b >= 0)[:, None, None]
+    b_D3 = tl.where(m_diag3, 1.0, 0.0)
+    for i in range(1, BC):
+        # [4, BC] row i of each block of A, then of D: -sum_j A_ij D_jc, for c < i
+        b_a = tl.sum(tl.where((o_c == i)[None, :, None], b_A3, 0), axis=1)
+        b_d = -tl.sum(b_a[:, :, None] * b_D3, axis=1)
+        b_D3 = tl.where(((o_c == i)[:, None] & (o_c < i)[None, :])[None, :, :], b_d[:, None, :], b_D3)
+    # [BT, BT] the blocks on the diagonal of one tile
+    b_D4 = tl.where((o_b[:, None] == o_b[None, :])[:, None, :, None], b_D3[:, :, None, :], 0.0)
+    b_D = tl.reshape(b_D4, [BT, BT])
+    o_row = row0 + o_t
+    b_A = load_tile(a, o_row, i_hv, HV, BT, o_t, (o_row < eos)[:, None] & (o_t < BT)[None, :])
     b_N = precise_dot(b_D, tl.where(m_block, 0, b_A), DOT_PRECISION)
     b_N_inverse = precise_dot(b_I - b_N, b_I + precise_dot(b_N, b_N, DOT_PRECISION), DOT_PRECISION)
     return precise_dot(b_N_inverse, b_D, DOT_PRECISION)
@@ -272,13 +292,12 @@ def chunk_kda_fwd_kernel_log_decay(
         tl.store(gk + (o_row[:, None] * HV + i_hv) * K + o_k[None, :], b_g, mask=m_tk)
 
 
-@autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
+@autotune(CHUNK_CONFIGS, key=['H', 'HV', 'K', 'BK', 'DOT_PRECISION'])
 @triton.jit(do_not_specialize=['T'])
 def chunk_kda_fwd_kernel_intra(
-    q, k, v, gk, beta, w, u, aqk, akk_inv, chunk_rows, T,
-    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
-    BK: tl.constexpr, BV: tl.constexpr, STORE_INVERSE: tl.constexpr, IS_VARLEN: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    q, k, gk, beta, aqk, akk, chunk_rows, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
+    IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
     i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
     i_h = i_hv // (HV // H)
@@ -304,15 +323,10 @@ def chunk_kda_fwd_kernel_intra(
         b_Akk += b_sk
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
-    # [BT, BT] M = (I + diag(beta) strictly-lower(Akk))^-1
-    b_M = unit_lower_inverse(tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), BT, BC,
-                             DOT_PRECISION)
     m_tt = m_t[:, None] & (o_t < BT)[None, :]
-    tl.store(aqk + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_Aqk, mask=m_tt)
-    if STORE_INVERSE:
-        tl.store(akk_inv + (o_row[:, None] * HV + i_hv) * BT + o_t[None, :], b_M, mask=m_tt)
-
-    store_wy(b_M * b_beta[None, :], k, v, gk, w, u, o_row, m_t, i_h, i_hv, H, HV, K, V, BK, BV, DOT_PRECISION)
+    store_tile(aqk, o_row, i_hv, HV, BT, o_t, b_Aqk, m_tt)
+    # A = diag(beta) strictly-lower(Akk), which the WY kernel inverts
+    store_tile(akk, o_row, i_hv, HV, BT, o_t, tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), m_tt)
 
 
 @triton.jit
@@ -326,32 +340,40 @@ def store_wy(b_Mb, k, v, gk, w, u, o_row, m_t, i_h, i_hv, H: tl.constexpr, HV: t
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         # [BT, BK]
         b_w = tl.dot(b_Mb, b_k * tl.exp(b_g), input_precision=DOT_PRECISION)
-        tl.store(w + (o_row[:, None] * HV + i_hv) * K + o_k[None, :], b_w, mask=m_tk)
+        store_tile(w, o_row, i_hv, HV, K, o_k, b_w, m_tk)
     for i_v in range(tl.cdiv(V, BV)):
         o_v, m_v = block_range(i_v, BV, V)
         m_tv = m_t[:, None] & m_v[None, :]
         # [BT, BV]
         b_v = load_tile(v, o_row, i_hv, HV, V, o_v, m_tv)
         b_u = tl.dot(b_Mb, b_v.to(tl.float32), input_precision=DOT_PRECISION)
-        tl.store(u + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_u, mask=m_tv)
+        store_tile(u, o_row, i_hv, HV, V, o_v, b_u, m_tv)
 
 
 @autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
 @triton.jit(do_not_specialize=['T'])
 def chunk_kda_fwd_kernel_wy(
-    k, v, gk, beta, akk_inv, w, u, chunk_rows, T,
-    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
-    BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    k, v, gk, beta, akk, akk_inv, w, u, chunk_rows, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+    BK: tl.constexpr, BV: tl.constexpr, INVERT: tl.constexpr, STORE_INVERSE: tl.constexpr, IS_VARLEN: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
     i_h = i_hv // (HV // H)
     o_t = tl.arange(0, BT)
     o_row = row0 + o_t
     m_t = o_row < eos
+    m_tt = m_t[:, None] & (o_t < BT)[None, :]
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
-    # [BT, BT] M, as the forward's intra-chunk pass stored it
-    b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :])
+    if INVERT:
+        # [BT, BT] M = (I + A)^-1 of the A the intra-chunk kernel stored, kept at `akk_inv` if asked
+        b_M = unit_lower_inverse(akk, row0, eos, i_hv, HV, BT, BC, DOT_PRECISION)
+        if STORE_INVERSE:
+            store_tile(akk_inv, o_row, i_hv, HV, BT, o_t, b_M, m_tt)
+    else:
+        # [BT, BT] M, as the forward stored it
+        b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
     store_wy(b_M * b_beta[None, :], k, v, gk, w, u, o_row, m_t, i_h, i_hv, H, HV, K, V, BK, BV, DOT_PRECISION)
 
 
@@ -397,19 +419,19 @@ def chunk_kda_fwd_kernel_h(
         b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT)):
         o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(h + o_chunk, b_h, mask=m_chunk)
+        tl.store(h + o_chunk, b_h.to(h.dtype.element_ty), mask=m_chunk)
         row0 = bos + i_t * BT
         o_row = row0 + o_t
         m_t = o_row < eos
         m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
         # [BT, BK]
-        b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk)
+        b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk).to(tl.float32)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
         # [BT, BV] the delta rule's corrections, U - W S
-        b_v_new = load_tile(u, o_row, i_hv, HV, V, o_v, m_tv)
+        b_v_new = load_tile(u, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
         b_v_new -= tl.dot(b_w, b_h, input_precision=DOT_PRECISION)
-        tl.store(v_new + (o_row[:, None] * HV + i_hv) * V + o_v[None, :], b_v_new, mask=m_tv)
+        store_tile(v_new, o_row, i_hv, HV, V, o_v, b_v_new, m_tv)
         # [BK]
         b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
         # [BT, BK] k_i e^(G_last - G_i)
@@ -448,8 +470,8 @@ def chunk_kda_fwd_kernel_o(
         b_h = load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
         b_o += tl.dot(b_q * tl.exp(b_g), b_h, input_precision=DOT_PRECISION)
     # [BT, BT]
-    b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :])
-    b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv)
+    b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :]).to(tl.float32)
+    b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
     b_o += tl.dot(b_A, b_v_new, input_precision=DOT_PRECISION)
     p_o = o + (o_row[:, None] * HV + i_hv) * V + o_v[None, :]
     tl.store(p_o, (b_o * scale).to(p_o.dtype.element_ty), mask=m_tv)
@@ -462,12 +484,23 @@ def _smallest_block(precision: str) -> int:
     return 32 if precision == 'tf32' else 16
 
 
-def chunk_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
-    """Key and value blocks of the chunk-parallel kernels for inputs of `dtype`, at most 64 wide, and their dots'
-    precision."""
+def key_blocks(K: int, dtype: torch.dtype) -> dict[str, Any]:
+    """The key block of the chunk-parallel kernels for inputs of `dtype`, at most 64 wide, and their dots' precision."""
     precision = dot_precision(dtype)
-    smallest = _smallest_block(precision)
-    return {'BK': state_block(K, 64, smallest), 'BV': state_block(V, 64, smallest), 'DOT_PRECISION': precision}
+    return {'BK': state_block(K, 64, _smallest_block(precision)), 'DOT_PRECISION': precision}
+
+
+def chunk_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
+    """`key_blocks` and the value block, at most 64 wide."""
+    blocks = key_blocks(K, dtype)
+    return {**blocks, 'BV': state_block(V, 64, _smallest_block(blocks['DOT_PRECISION']))}
+
+
+def output_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
+    """The chunk-parallel blocks with value blocks up to 128 wide: the output kernel reads a chunk's q and log decay once
+    per value block."""
+    blocks = chunk_blocks(K, V, dtype)
+    return {**blocks, 'BV': state_block(V, 128, _smallest_block(blocks['DOT_PRECISION']))}
 
 
 def state_pass_blocks(K: int, V: int, dtype: torch.dtype) -> dict[str, Any]:
@@ -491,49 +524,65 @@ def chunk_kda_fwd_log_decay(g: torch.Tensor, layout: ChunkLayout) -> torch.Tenso
 
 
 def chunk_kda_fwd_intra(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, layout: ChunkLayout,
-    store_inverse: bool,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """W and U of the WY form, the decayed causal scores `Aqk` and, if asked, `M = (I + A)^-1`, all float32; the last
-    two as `[B, T, HV, BT]`, row i of its chunk's matrix at token i."""
+    q: torch.Tensor, k: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, layout: ChunkLayout,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The decayed causal scores `Aqk`, in `intermediate_dtype`, and `A = diag(beta) strictly-lower(Akk)`, float32, both
+    `[B, T, HV, BT]`, row i of its chunk's matrix at token i."""
     B, T, H, K = q.shape
-    HV, V = v.shape[2], v.shape[3]
-    w = k.new_empty(B, T, HV, K, dtype=torch.float32)
-    u = torch.empty_like(v, dtype=torch.float32)
-    aqk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32)
-    akk_inv = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32) if store_inverse else None
+    HV = gk.shape[2]
+    aqk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=intermediate_dtype(q.dtype))
+    akk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32)
     chunk_kda_fwd_kernel_intra[layout.grid(HV)](
-        q, k, v, gk, beta, w, u, aqk, akk_inv, layout.chunk_rows, T,
-        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, STORE_INVERSE=store_inverse,
-        IS_VARLEN=layout.cu_seqlens is not None, **chunk_blocks(K, V, q.dtype),
+        q, k, gk, beta, aqk, akk, layout.chunk_rows, T,
+        H=H, HV=HV, K=K, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
+        **key_blocks(K, q.dtype),
     )
-    return w, u, aqk, akk_inv
+    return aqk, akk
+
+
+def _wy(k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, akk: torch.Tensor | None,
+        akk_inv: torch.Tensor | None, layout: ChunkLayout) -> tuple[torch.Tensor, torch.Tensor]:
+    B, T, H, K = k.shape
+    HV, V = v.shape[2], v.shape[3]
+    w = k.new_empty(B, T, HV, K, dtype=intermediate_dtype(k.dtype))
+    u = torch.empty_like(v, dtype=w.dtype)
+    chunk_kda_fwd_kernel_wy[layout.grid(HV)](
+        k, v, gk, beta, akk, akk_inv, w, u, layout.chunk_rows, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, INVERT=akk is not None,
+        STORE_INVERSE=akk is not None and akk_inv is not None, IS_VARLEN=layout.cu_seqlens is not None,
+        **chunk_blocks(K, V, k.dtype),
+    )
+    return w, u
+
+
+def chunk_kda_fwd_inverse_wy(
+    k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, akk: torch.Tensor, layout: ChunkLayout,
+    store_inverse: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """W and U of the WY form, in `intermediate_dtype`, through `M = (I + A)^-1` of the A that `chunk_kda_fwd_intra`
+    stored; and, if asked, M itself, in `intermediate_dtype`."""
+    akk_inv = torch.empty_like(akk, dtype=intermediate_dtype(k.dtype)) if store_inverse else None
+    w, u = _wy(k, v, gk, beta, akk, akk_inv, layout)
+    return w, u, akk_inv
 
 
 def chunk_kda_fwd_wy(
     k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, beta: torch.Tensor, akk_inv: torch.Tensor, layout: ChunkLayout,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """W and U of the WY form, float32, from the `M = (I + A)^-1` that `chunk_kda_fwd_intra` stored."""
-    B, T, H, K = k.shape
-    HV, V = v.shape[2], v.shape[3]
-    w = k.new_empty(B, T, HV, K, dtype=torch.float32)
-    u = torch.empty_like(v, dtype=torch.float32)
-    chunk_kda_fwd_kernel_wy[layout.grid(HV)](
-        k, v, gk, beta, akk_inv, w, u, layout.chunk_rows, T,
-        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None, **chunk_blocks(K, V, k.dtype),
-    )
-    return w, u
+    """W and U of the WY form, in `intermediate_dtype`, from the M that `chunk_kda_fwd_inverse_wy` stored."""
+    return _wy(k, v, gk, beta, None, akk_inv, layout)
 
 
 def chunk_kda_fwd_h(
     k: torch.Tensor, w: torch.Tensor, u: torch.Tensor, gk: torch.Tensor, initial_state: torch.Tensor | None,
     output_final_state: bool, layout: ChunkLayout,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """The float32 state before every chunk `[slots, HV, K, V]`, the float32 corrections `U - W S`, the final states."""
+    """The state before every chunk `[slots, HV, K, V]` and the corrections `U - W S`, both in the dtype of U; the
+    float32 final states."""
     B, T, H, K = k.shape
     HV, V = u.shape[2], u.shape[3]
     blocks = state_pass_blocks(K, V, k.dtype)
-    h = k.new_empty(layout.num_states, HV, K, V, dtype=torch.float32)
+    h = k.new_empty(layout.num_states, HV, K, V, dtype=u.dtype)
     v_new = torch.empty_like(u)
     final_state = k.new_empty(layout.N, HV, K, V, dtype=torch.float32) if output_final_state else None
     chunk_kda_fwd_kernel_h[(layout.N * HV, triton.cdiv(V, blocks['BV']))](
@@ -550,7 +599,7 @@ def chunk_kda_fwd_o(
 ) -> torch.Tensor:
     B, T, H, K = q.shape
     HV, V = v_new.shape[2], v_new.shape[3]
-    blocks = chunk_blocks(K, V, q.dtype)
+    blocks = output_blocks(K, V, q.dtype)
     o = torch.empty_like(v_new, dtype=q.dtype)
     chunk_kda_fwd_kernel_o[layout.grid(HV, triton.cdiv(V, blocks['BV']))](
         q, v_new, gk, aqk, h, o, layout.chunk_rows, scale, T,
@@ -562,7 +611,8 @@ def chunk_kda_fwd_o(
 @dataclass(frozen=True)
 class ForwardKept:
     """What the forward keeps for the backward: the cumulative log decay, the decayed scores `Aqk` and `M`, so that
-    the backward recomputes only W, U and the states (float32, `[B, T, HV, K]` and twice `[B, T, HV, BT]`)."""
+    the backward recomputes only W, U and the states (`[B, T, HV, K]` float32, twice `[B, T, HV, BT]` in
+    `intermediate_dtype`)."""
 
     gk: torch.Tensor
     aqk: torch.Tensor
@@ -575,7 +625,8 @@ def chunk_kda_fwd(
 ) -> tuple[torch.Tensor, torch.Tensor | None, ForwardKept | None]:
     """The output, the final states, and with `keep` what the backward reads."""
     gk = chunk_kda_fwd_log_decay(g, layout)
-    w, u, aqk, akk_inv = chunk_kda_fwd_intra(q, k, v, gk, beta, layout, store_inverse=keep)
+    aqk, akk = chunk_kda_fwd_intra(q, k, gk, beta, layout)
+    w, u, akk_inv = chunk_kda_fwd_inverse_wy(k, v, gk, beta, akk, layout, store_inverse=keep)
     h, v_new, final_state = chunk_kda_fwd_h(k, w, u, gk, initial_state, output_final_state, layout)
     o = chunk_kda_fwd_o(q, v_new, gk, aqk, h, scale, layout)
     return o, final_state, ForwardKept(gk, aqk, akk_inv) if keep else None
