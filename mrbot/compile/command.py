@@ -31,8 +31,9 @@ DEFAULT_TIMEOUT = 900.0
 
 def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
-                   quiet: bool = False) -> CompileMatrix:
+                   quiet: bool = False, home: Path | None = None) -> CompileMatrix:
     """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
+    `home`: the repository whose caches serve, where the workspace is a worktree of it.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
@@ -59,7 +60,7 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
             print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
 
     return build_matrix(workspace.root, plan, chosen, depth, jobs or usable_cores(), timeout,
-                        config.compile_test_seconds, say)
+                        config.compile_test_seconds, say, home=home)
 
 
 def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:

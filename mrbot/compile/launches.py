@@ -398,11 +398,13 @@ def _cached(folder: Path, unit: _Unit) -> dict | None:
 
 
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
-                     use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None) -> Capture:
+                     use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None,
+                     home: Path | None = None) -> Capture:
     """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
     test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
 
-    Each process's result is kept under `.mrbot/cache/capture/` as soon as it ends, so an unchanged tree captures
+    Each process's result is kept under `.mrbot/cache/capture/` (of `home`, `root` by default) as soon as it ends, keyed
+    by the tree's content, so an unchanged tree captures
     nothing twice, and a run that was stopped resumes where it was. A tree changed since only in the bodies of jit
     functions captures nothing either: the stored launches stand, and the kernels of the files that import a changed
     one (`imports`: each kernel file with the files it imports) get source hashes of their own.
@@ -410,7 +412,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     start = time.monotonic()
     state = _tree_state(root, test_seconds)
     tree = state.key
-    logs, stored = state_dir(root, 'compile', 'capture'), state_dir(root, 'cache', 'capture')
+    logs, stored = state_dir(root, 'compile', 'capture'), state_dir(home or root, 'cache', 'capture')
     memory = _memory_share(jobs)
     processes = _Processes()
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:

@@ -174,9 +174,10 @@ def _save_cache(root: Path, cache: dict[str, dict]) -> None:
 
 def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float, cache: dict[str, dict],
                   progress: Callable[[int, int], None] | None = None,
-                  started: Callable[[str], None] | None = None) -> list[CellResult]:
+                  started: Callable[[str], None] | None = None, home: Path | None = None) -> list[CellResult]:
     """Compile each (launch, target, depth), `jobs` processes at a time; results in input order. Results in `cache`
-    are reused, and the new ones that a rerun would give again are added to it and saved. Where compile servers may
+    are reused, and the new ones that a rerun would give again are added to it and saved (in `home`'s state, `root`'s
+    by default). Where compile servers may
     run (server_address), the processes come from one, and one is started for the next run if none answered;
     `started` hears of it."""
     keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
@@ -239,7 +240,7 @@ def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int,
             for worker in workers:
                 worker.close()
             with lock:
-                _save_cache(root, dict(cache))
+                _save_cache(home or root, dict(cache))
     if server is not None and not server.exists():
         start_server(server, env)
         if not served and started is not None:
@@ -325,16 +326,17 @@ def _unavailable(launch: Launch, depth: str, declared: dict[str, tuple[str, ...]
 
 def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], depth: str, jobs: int, timeout: float,
                  test_seconds: int, progress: Callable[[str], None] | None = None,
-                 use_cache: bool = True) -> CompileMatrix:
+                 use_cache: bool = True, home: Path | None = None) -> CompileMatrix:
     """Capture the launches of the plan's tests and benchmark rows, keep those of its kernels, and compile each for
-    every target."""
+    every target. `home` is the repository whose caches are used where `root` is a worktree of it: the caches are keyed
+    by what was compiled, so the worktrees of a loop's tries share them."""
     start = time.monotonic()
     say = progress or (lambda _: None)
     # read before the repository's tests run, so that they cannot write what this run believes
-    cache = load_cache(root) if use_cache else {}
+    cache = load_cache(home or root) if use_cache else {}
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
     capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
-                               dict(plan.imports))
+                               dict(plan.imports), home)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     declared = dict(plan.declared)
@@ -358,7 +360,7 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
-    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick, say))
+    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick, say, home))
     cells = tuple(Cell(launch, target, next(compiled) if _written_for(launch, target, declared)
                        else _unavailable(launch, cell_depth, declared)) for launch, target, cell_depth in planned)
     launched = {(launch.path, launch.kernel) for launch in launches}

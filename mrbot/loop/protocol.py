@@ -135,7 +135,8 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
     if not reasons:
         from mrbot.compile.command import compile_change
 
-        matrix = compile_change(workspace, [f.path for f in change.files], quiet=quiet)
+        # the caches are the checkout's: a try of the same files, or of files beside them, compiles no cell twice
+        matrix = compile_change(workspace, [f.path for f in change.files], quiet=quiet, home=root)
         reasons, verdict_of_try = _findings(change, workspace, ('CMP',), matrix), 'red'
     if not reasons:
         try:

@@ -134,6 +134,23 @@ def test_a_warm_rerun_compiles_nothing_and_a_changed_kernel_only_itself(library,
         ('square_kernel', 'ok', True), ('square_kernel', 'ok', True), ('total_kernel', 'ok', False)]
 
 
+def test_a_worktree_of_compiled_files_compiles_nothing_where_its_homes_caches_serve(library):
+    """A loop compiles each try in a worktree of the try's commit; a try of files compiled before (one a machine's time
+    limit stopped, run again) finds every launch and cell in the checkout's caches."""
+    from mrbot import git
+    from mrbot.compile.command import compile_change
+    from mrbot.workspace import Workspace
+
+    library.commit({}, '[Test] Kernels')
+    compile_change(Workspace.load(library.root), None, 'sm_90', quiet=True)
+    tree = Workspace.load(git.pristine_worktree(library.root, library.git('rev-parse', 'HEAD')))
+    served = compile_change(tree, None, 'sm_90', quiet=True, home=library.root)
+    assert served.capture.cached and [c.result.cached for c in served.cells] == [True, True, True]
+    # the worktree's own caches, empty, would have compiled everything again
+    alone = compile_change(tree, None, 'sm_90', quiet=True)
+    assert not alone.capture.cached and not any(c.result.cached for c in alone.cells)
+
+
 # A GPU launch as far as Triton's compile path can tell without one: a stand-in driver answers for an H100, so the launch
 # compiles (or finds its binary in the cache), then stops where it would load the binary.
 GPU_LAUNCH = textwrap.dedent('''
