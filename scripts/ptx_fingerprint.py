@@ -1,46 +1,34 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""Fingerprint the sm_90 code of every simple GLA kernel, compiled here without a GPU.
+"""Fingerprint the sm_90 code of kernels, compiled here without a GPU, to show that a refactor compiles to the same code.
 
-Usage: python scripts/ptx_fingerprint.py > before.txt; (change the code); python scripts/ptx_fingerprint.py | diff before.txt -
+Usage: mrbot compile --targets sm_90 --json launches.json PATHS; python scripts/ptx_fingerprint.py launches.json > before.txt;
+(change the code); python scripts/ptx_fingerprint.py launches.json | diff before.txt -
 
-Each line is one kernel under one specialization and a hash of its PTX instructions with register names, labels and
-debug sections removed and the instructions sorted: a refactor that leaves every hash unchanged compiles to the same
-instructions, so GPU evidence gathered before it still describes the code after it.
+The launches are those of the report's cells that `mrbot compile` took through ptxas (each code path at its smallest and
+largest blocks), compiled again from the working tree's source. Each line is one kernel under one specialization and a
+hash of its PTX instructions with register names, labels and debug sections removed and the instructions sorted: a
+refactor that leaves every hash unchanged compiles to the same instructions, so GPU evidence gathered before it still
+describes the code after it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
+import json
 import re
 import sys
 from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+from triton.compiler import make_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fla.ops.simple_gla.chunk import CHUNK_KERNELS  # noqa: E402
-from fla.ops.simple_gla.fused_recurrent import RECURRENT_KERNELS  # noqa: E402
+from mrbot.compile.worker import kernel_of, source_of  # noqa: E402
 
-POINTER_TYPES = {
-    'q': '*bf16', 'k': '*bf16', 'v': '*bf16', 'do': '*bf16', 'o': '*bf16', 'dq': '*bf16', 'dk': '*bf16', 'dv': '*bf16',
-    'g': '*fp32', 'dg': '*fp32', 'q_dot_dq': '*fp32', 'h0': '*fp32', 'ht': '*fp32', 'dht': '*fp32', 'dh0': '*fp32',
-    'cu_seqlens': '*i32', 'scale': 'fp32', 'T': 'i32',
-}
 HOPPER = GPUTarget('cuda', 90, 32)
-
-
-def specializations(chunked: bool):
-    base = {'H': 16, 'K': 128, 'V': 128, 'USE_INITIAL_STATE': True, 'STORE_FINAL_STATE': True,
-            'USE_FINAL_STATE_GRADIENT': True}
-    base.update({'BT': 64, 'BK': 128, 'BV': 64, 'NK': 1, 'NV': 2, 'DOT_PRECISION': 'tf32'} if chunked else
-                {'BK': 64, 'BV': 64, 'NK': 2, 'NV': 2})
-    for use_g, varlen in itertools.product((True, False), repeat=2):
-        yield {**base, 'USE_G': use_g, 'IS_VARLEN': varlen}
 
 
 def fingerprint(ptx: str) -> str:
@@ -51,20 +39,22 @@ def fingerprint(ptx: str) -> str:
     return hashlib.sha1('\n'.join(sorted(re.sub(r'%[a-z]+\d+', '%R', line) for line in lines)).encode()).hexdigest()[:12]
 
 
-def main() -> int:
-    for kernels, chunked in ((CHUNK_KERNELS, True), (RECURRENT_KERNELS, False)):
-        for autotuned in (kernels.fwd, kernels.bwd_dq, kernels.bwd_dkvg):
-            kernel = autotuned.fn
-            for spec in specializations(chunked):
-                constants = {name: value for name, value in spec.items() if name in kernel.arg_names}
-                signature = {name: 'constexpr' if name in constants else POINTER_TYPES[name] for name in kernel.arg_names}
-                source = ASTSource(fn=kernel, signature=signature,
-                                   constexprs={(kernel.arg_names.index(n),): v for n, v in constants.items()})
-                compiled = triton.compile(source, target=HOPPER, options={'num_warps': 4, 'num_stages': 2})
-                print(kernel.__name__, f"USE_G={spec['USE_G']}", f"IS_VARLEN={spec['IS_VARLEN']}",
-                      fingerprint(compiled.asm['ptx']), flush=True)
+def main(report: str) -> int:
+    cells = json.loads(Path(report).read_text())['compile']['cells']
+    seen = set()
+    for cell in cells:
+        if cell['target'] != 'sm_90' or cell['depth'] != 'sass' or (cell['kernel'], cell['specialization']) in seen:
+            continue
+        seen.add((cell['kernel'], cell['specialization']))
+        launch = cell['launch']
+        options = make_backend(HOPPER).parse_options(
+            {k: tuple(v) if isinstance(v, list) else v for k, v in launch['options'].items()})
+        compiled = triton.compile(source_of(kernel_of(launch), launch), target=HOPPER, options=options.__dict__)
+        print(cell['kernel'], cell['specialization'], fingerprint(compiled.asm['ptx']), flush=True)
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    if len(sys.argv) != 2:
+        sys.exit('usage: python scripts/ptx_fingerprint.py REPORT.json (from mrbot compile --targets sm_90 --json)')
+    sys.exit(main(sys.argv[1]))

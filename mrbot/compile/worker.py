@@ -40,7 +40,7 @@ _FAILED_PASS = re.compile(r'Pipeline failed while executing \[`(\w+)`')
 _ASSERTION = re.compile(r'([^\s:]+):(\d+): .*(Assertion `.*\' failed\.?)')
 
 
-def _kernel(launch: dict):
+def kernel_of(launch: dict):
     """The JITFunction of a captured launch, through any autotune or heuristics wrappers around it."""
     obj = getattr(importlib.import_module(launch['module']), launch['kernel'])
     while not hasattr(obj, 'arg_names') or not hasattr(obj, 'cache_key'):
@@ -48,7 +48,7 @@ def _kernel(launch: dict):
     return obj
 
 
-def _source(jit, launch: dict):
+def source_of(jit, launch: dict):
     import triton.language as tl
     from triton.compiler import ASTSource
 
@@ -97,12 +97,12 @@ def compile_cell(cell: dict) -> dict:
     from triton.compiler import make_backend
 
     launch, arch = cell['launch'], cell['arch']
-    jit = _kernel(launch)
+    jit = kernel_of(launch)
     target = GPUTarget('cuda', arch, 32)
     backend = make_backend(target)
     # JSON turned the tuples of Triton's options into lists
     options = backend.parse_options({k: tuple(v) if isinstance(v, list) else v for k, v in launch['options'].items()})
-    source = _source(jit, launch)
+    source = source_of(jit, launch)
     if cell['depth'] == 'binary':
         import triton
 
@@ -172,7 +172,7 @@ def _error_place(error: BaseException, launch: dict) -> tuple[str, int]:
     """The file and line a code-generator error names, in whichever JIT function it was compiling; else the kernel."""
     node, src = getattr(error, 'node', None), getattr(error, 'src', None)
     if src is not None and hasattr(node, 'lineno'):
-        owner = next((fn for fn in _jit_functions(_kernel(launch)) if fn.src == src), None)
+        owner = next((fn for fn in _jit_functions(kernel_of(launch)) if fn.src == src), None)
         if owner is not None:
             path, line = _def_line(owner)
             # the code generator counts from the function's `def`, as line 1

@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from fla.ops.common.launch import fitting_configs
-from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets, store_tile
+from fla.ops.common.program import block_range, load_tile, store_tile
 from fla.ops.kda.chunk_fwd import (
     CHUNK_CONFIGS,
     CHUNK_KEY,
@@ -43,10 +43,11 @@ from fla.ops.kda.chunk_fwd import (
     chunk_last_log_decay,
     chunk_place,
     diagonal_blocks,
-    first_state_slot,
     load_chunk_state,
     load_row,
     state_pass_blocks,
+    state_pass_chunk,
+    state_pass_place,
     state_pass_shared,
     sub_chunk_log_decay,
     sub_chunk_midpoint_log_decay,
@@ -141,25 +142,17 @@ def chunk_kda_bwd_kernel_dh(
     BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, USE_FINAL_STATE_GRADIENT: tl.constexpr,
     IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
-    i_n, i_h = i_nh // HV, i_hv // (HV // H)
+    i_hv, i_h, bos, eos, i_c0, o_k, m_k, o_v, m_v, o_state, m_state = state_pass_place(
+        cu_seqlens, T, H, HV, K, V, BT, BK, BV, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    o_k, m_k = block_range(0, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
-    i_c0 = first_state_slot(i_n, bos, BT)
 
     # [BK, BV] the gradient of the state after the current chunk
     b_dh = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_FINAL_STATE_GRADIENT:
         b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
-        o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(dh + o_chunk, b_dh.to(dh.dtype.element_ty), mask=m_chunk)
-        row0 = bos + i_t * BT
-        o_row = row0 + o_t
-        m_t = o_row < eos
-        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        row0, o_row, m_t, m_tk, m_tv = state_pass_chunk(dh, b_dh, i_c0, i_t, i_hv, bos, eos, o_k, o_v, m_k, m_v, HV,
+                                                        K, V, BT)
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)

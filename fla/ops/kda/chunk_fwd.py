@@ -127,6 +127,33 @@ def first_state_slot(i_n, bos, BT: tl.constexpr):
 
 
 @triton.jit
+def state_pass_place(cu_seqlens, T, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Return `(i_hv, i_h, bos, eos, i_c0, o_k, m_k, o_v, m_v, o_state, m_state)` of a state-pass program: its value
+    head and key head, its rows, the state slot of its first chunk, its key and value blocks, and the offsets and mask
+    of its block of a `[N, HV, K, V]` state."""
+    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
+    o_k, m_k = block_range(0, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    return (i_hv, i_hv // (HV // H), bos, eos, first_state_slot(i_nh // HV, bos, BT), o_k, m_k, o_v, m_v, o_state,
+            m_state)
+
+
+@triton.jit
+def state_pass_chunk(states, b_state, i_c0, i_t, i_hv, bos, eos, o_k, o_v, m_k, m_v, HV: tl.constexpr,
+                     K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """Store `b_state` as the state before chunk `i_t` of a state-pass program and return the chunk's first row, its
+    rows `o_row`, their mask and its `[BT, BK]` and `[BT, BV]` masks."""
+    o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
+    tl.store(states + o_chunk, b_state.to(states.dtype.element_ty), mask=m_chunk)
+    row0 = bos + i_t * BT
+    o_row = row0 + tl.arange(0, BT)
+    m_t = o_row < eos
+    return row0, o_row, m_t, m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+
+
+@triton.jit
 def load_row(x, row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, m_d):
     """Entries `o_d` of head `i_h` at one row of a `[B * T, H, D]` tensor; masked entries read 0."""
     return tl.load(x + (row * H + i_h) * D + o_d, mask=m_d, other=0)
@@ -405,25 +432,16 @@ def chunk_kda_fwd_kernel_h(
     BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
-    i_n, i_h = i_nh // HV, i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_k, m_k = block_range(0, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
-    i_c0 = first_state_slot(i_n, bos, BT)
+    i_hv, i_h, bos, eos, i_c0, o_k, m_k, o_v, m_v, o_state, m_state = state_pass_place(
+        cu_seqlens, T, H, HV, K, V, BT, BK, BV, IS_VARLEN)
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL_STATE:
         b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
     for i_t in range(tl.cdiv(eos - bos, BT)):
-        o_chunk, m_chunk = state_block_offsets((i_c0 + i_t) * HV + i_hv, o_k, o_v, m_k, m_v, K, V)
-        tl.store(h + o_chunk, b_h.to(h.dtype.element_ty), mask=m_chunk)
-        row0 = bos + i_t * BT
-        o_row = row0 + o_t
-        m_t = o_row < eos
-        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        row0, o_row, m_t, m_tk, m_tv = state_pass_chunk(h, b_h, i_c0, i_t, i_hv, bos, eos, o_k, o_v, m_k, m_v, HV, K,
+                                                        V, BT)
         # [BT, BK]
         b_w = load_tile(w, o_row, i_hv, HV, K, o_k, m_tk).to(tl.float32)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
