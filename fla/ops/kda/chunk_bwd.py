@@ -43,14 +43,13 @@ from fla.ops.kda.chunk_fwd import (
     chunk_last_log_decay,
     chunk_place,
     diagonal_blocks,
+    key_block_tiles,
     load_chunk_state,
     load_row,
     state_pass_blocks,
     state_pass_chunk,
     state_pass_place,
     state_pass_shared,
-    sub_chunk_log_decay,
-    sub_chunk_midpoint_log_decay,
 )
 from fla.utils import autotune
 
@@ -277,14 +276,8 @@ def chunk_kda_bwd_kernel_intra(
     b_dA = load_tile(dA, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
     b_dA_beta = b_dA * b_beta[:, None]
     for i_k in range(tl.cdiv(K, BK)):
-        o_k, m_k = block_range(i_k, BK, K)
-        m_tk = m_t[:, None] & m_k[None, :]
-        # [BT, BK]
-        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
-        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
-        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
-        b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
-        b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+        o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
+            q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
         # [BK]
         b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
         b_dg_last = tl.zeros([BK], dtype=tl.float32)

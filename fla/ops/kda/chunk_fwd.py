@@ -199,6 +199,22 @@ def sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: 
 
 
 @triton.jit
+def key_block_tiles(q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H: tl.constexpr, HV: tl.constexpr,
+                    K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr):
+    """Return `(o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits)`: key block `i_k` of a chunk as both
+    intra-chunk passes read it, its offsets and masks, the `[BT, BK]` tiles of q, k and the cumulative log decay, and
+    the log decays `sub_chunk_log_decay` and `sub_chunk_midpoint_log_decay` derive from it."""
+    o_k, m_k = block_range(i_k, BK, K)
+    m_tk = m_t[:, None] & m_k[None, :]
+    b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
+    b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+    b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
+    b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+    b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+    return o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits
+
+
+@triton.jit
 def diagonal_blocks(BT: tl.constexpr, BC: tl.constexpr):
     """[BT, BT] the entries at or below the diagonal of the diagonal sub-chunk blocks."""
     o_t = tl.arange(0, BT)
@@ -336,14 +352,8 @@ def chunk_kda_fwd_kernel_intra(
     b_Aqk = tl.zeros([BT, BT], dtype=tl.float32)
     b_Akk = tl.zeros([BT, BT], dtype=tl.float32)
     for i_k in range(tl.cdiv(K, BK)):
-        o_k, m_k = block_range(i_k, BK, K)
-        m_tk = m_t[:, None] & m_k[None, :]
-        # [BT, BK]
-        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
-        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
-        b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
-        b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
-        b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
+        o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
+            q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
         b_sq, b_sk = decayed_scores(b_q, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos,
                                     o_k, m_k, K, BT, BC, DOT_PRECISION)
         b_Aqk += b_sq
