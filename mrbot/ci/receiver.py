@@ -57,8 +57,9 @@ environment:
   MRBOT_WEBHOOK_SECRET    the webhook's secret token, which GitLab sends as X-Gitlab-Token (required; 16 or more
                           visible ASCII characters)
   MRBOT_GITLAB_PROJECT    the project whose merge request notes are served, group/name (required)
-  GITLAB_TOKEN            a token of a user with the Developer role or above, `api` scope: it reads the merge
-                          requests and runs the jobs (required)
+  GITLAB_TOKEN            a token with the `api` scope whose user reads the merge requests and runs the jobs with
+                          a variable: a role at or above the project's minimum role to use pipeline variables, and
+                          Developer at least (required)
   MRBOT_GITLAB_URL        the GitLab server (default: {GITLAB_URL})
   MRBOT_WEBHOOK_STATE     the sqlite file of the accepted notes (default: mrbot-webhook.sqlite3)
   MRBOT_WEBHOOK_HOST      the address to listen on (default: 127.0.0.1)
@@ -133,8 +134,8 @@ def read_settings(environ: Mapping[str, str]) -> Settings:
                          'are served, group/name')
     token = environ.get('GITLAB_TOKEN', '')
     if not token:
-        raise MrbotError('GITLAB_TOKEN is not set: set it to a token with the `api` scope of a user with the Developer '
-                         'role or above, who runs the jobs')
+        raise MrbotError("GITLAB_TOKEN is not set: set it to a token with the `api` scope whose user may run the "
+                         "project's jobs with variables (its minimum role to use pipeline variables, Developer at least)")
     url = environ.get('MRBOT_GITLAB_URL') or GITLAB_URL
     if not re.fullmatch(r'https?://[^\s/]+(/[^\s]*)?', url):
         raise MrbotError(f'MRBOT_GITLAB_URL {url[:60]!r}: expected the address of the GitLab server, https://HOST')

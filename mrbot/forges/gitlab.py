@@ -63,6 +63,9 @@ _STATES = {'opened': 'open', 'locked': 'open', 'closed': 'closed', 'merged': 'me
 _STATUS_STATES = {'success': 'success', 'neutral': 'success', 'failure': 'failed'}
 _WRITE = 'the `api` scope and at least the Developer role'
 _READ = 'the `read_api` scope and at least the Guest role'
+# GitLab holds a manual job's variables to the project's rule for pipeline variables.
+_RUN_WITH_VARIABLES = ("the `api` scope and a role at or above the project's minimum role to use pipeline variables "
+                       '(Settings, CI/CD, Variables)')
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,7 @@ class GitLab:
         """Run the manual job `job` with `variables` set. GitLab runs a job only while it waits to be run: one that
         ran already, or is still being created, is refused with '400 Bad request - Unplayable Job'."""
         attributes = [{'key': key, 'value': value} for key, value in variables.items()]
-        with self._doing(f'running job {job} of {self.project}', _WRITE):
+        with self._doing(f'running job {job} of {self.project}', _RUN_WITH_VARIABLES):
             self._project.jobs.get(job, lazy=True).play(post_data={'job_variables_attributes': attributes})
 
     def _note_url(self, number: int, note_id: int) -> str:
