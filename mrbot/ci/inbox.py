@@ -10,6 +10,7 @@ answer lost on its way back does not make the receiver run a second job for the 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ CREATE TABLE IF NOT EXISTS notes (
     runners TEXT NOT NULL,
     state TEXT NOT NULL,
     outcome TEXT NOT NULL DEFAULT '',
+    received REAL NOT NULL,
     due REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS pending_notes ON notes (state, due);
@@ -54,9 +56,11 @@ class NoteEvent:
 
 @dataclass(frozen=True)
 class Pending:
-    """A note not yet played nor answered, and the job asked to run for it on each runner class so far."""
+    """A note not yet played nor answered, when it was accepted (seconds since the epoch), and the job asked to run
+    for it on each runner class so far."""
 
     event: NoteEvent
+    received: float
     plays: Mapping[str, int]
 
 
@@ -93,18 +97,18 @@ class Inbox:
 
     def add(self, event: NoteEvent) -> None:
         """Keep `event` as pending; a note the inbox knows is refused (sqlite3.IntegrityError)."""
-        self._db.execute('INSERT INTO notes (note, merge_request, author, author_id, runners, state) '
-                         "VALUES (?, ?, ?, ?, ?, 'pending')",
-                         (event.note, event.merge_request, event.author, event.author_id, ' '.join(event.runners)))
+        self._db.execute('INSERT INTO notes (note, merge_request, author, author_id, runners, state, received) '
+                         "VALUES (?, ?, ?, ?, ?, 'pending', ?)", (event.note, event.merge_request, event.author,
+                                                                   event.author_id, ' '.join(event.runners), time.time()))
 
     def pending(self, note: int) -> Pending | None:
         """Note `note` while it is pending, with the jobs asked to run for it; None once it is settled."""
-        row = self._db.execute("SELECT merge_request, author, author_id, runners FROM notes "
+        row = self._db.execute("SELECT merge_request, author, author_id, runners, received FROM notes "
                                "WHERE note = ? AND state = 'pending'", (note,)).fetchone()
         if row is None:
             return None
-        plays = dict(self._db.execute('SELECT runner, job FROM plays WHERE note = ?', (note,)).fetchall())
-        return Pending(NoteEvent(note, row[0], row[1], row[2], tuple(row[3].split())), plays)
+        plays = dict(self._db.execute('SELECT runner, job FROM plays WHERE note = ? ORDER BY job', (note,)).fetchall())
+        return Pending(NoteEvent(note, row[0], row[1], row[2], tuple(row[3].split())), row[4], plays)
 
     def due(self, now: float, limit: int) -> list[int]:
         """At most `limit` pending notes whose turn has come at `now` (seconds since the epoch), oldest first."""

@@ -48,6 +48,8 @@ NOTE_VARIABLE = 'MRBOT_COMMAND_NOTE'
 RETRY_AFTER_S = 30
 # How long a note that could neither be played nor answered waits before the next try.
 LATER_S = 300
+# How long such a note is tried at all: a command run a day late is not what its author asked for.
+GIVE_UP_S = 86_400
 # How many times the jobs of a pipeline GitLab is still making are listed before the try gives up.
 SETTLE_TRIES = 10
 # The connections served at once; uvicorn answers 503 to more.
@@ -338,14 +340,15 @@ class Receiver:
         played; and where even that fails, leave it pending for a later try."""
         reason = ''
         for attempt in range(self._settings.attempts):
+            if attempt:
+                await asyncio.sleep(self._pause(attempt - 1))
+            # read again for each try: it holds the jobs the tries before asked for
             pending = self._inbox.pending(note)
             if pending is None:
                 return
-            if attempt:
-                await asyncio.sleep(self._pause(attempt - 1))
             try:
                 async with self._lock(pending.event.merge_request):
-                    outcome = await self._play(forge, self._inbox.pending(note) or pending)
+                    outcome = await self._play(forge, pending)
             except Unplayable as why:
                 reason = str(why)
                 break
@@ -357,11 +360,17 @@ class Receiver:
             _log(f'note {note} on !{pending.event.merge_request}: {outcome.state}: {outcome.text}')
             return
         number = pending.event.merge_request
+        asked = ', '.join(f'{JOB_PREFIX}{runner} (job {job})' for runner, job in pending.plays.items())
         try:
             await asyncio.to_thread(forge.post_comment, number, inert(
-                f'mrbot could not run the GPU jobs for note {note}: {reason}. Nothing ran; once that is resolved, give '
-                'the command again in a new note.'))
+                f'mrbot could not run the GPU jobs for note {note}: {reason}. '
+                + (f'It had asked GitLab to run {asked} before that. ' if asked else 'Nothing ran. ')
+                + 'Once that is resolved, give the command again in a new note.'))
         except MrbotError as error:
+            if time.time() - pending.received > GIVE_UP_S:
+                self._inbox.settle(note, 'dropped', _one_line(f'given up a day after it came: {reason}'))
+                _log(f'note {note} on !{number}: given up a day after it came: {reason}')
+                return
             self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
             _log(f'note {note} on !{number}: could not be played ({reason}) nor answered ({error}); trying again in '
                  f'{LATER_S} s')
