@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mrbot.ci import receiver
 from mrbot.ci.receiver import MAX_BODY, PATH
 from mrbot.cli import main
 from tests.mrbot.ci.receiver_load import run_load
@@ -203,6 +204,35 @@ def test_a_gitlab_failing_for_a_while_delays_the_note_and_runs_its_job_once(gitl
     assert gitlab.count('POST', '/play') == 3 and list(gitlab.pipelines) == [100]
 
 
+def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    # GitLab starts the job and the connection drops before its answer: the adapter's own retry is refused, the job
+    # having run
+    gitlab.fail('POST', '/play', RESET, done=True)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note) == ('played', 'its jobs ran already')
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
+    assert gitlab.count('POST', '/play') == 2 and list(gitlab.pipelines) == [100]
+
+
+def test_a_note_for_two_classes_whose_second_job_gitlab_refuses_runs_the_first_once_and_says_so(gitlab, tmp_path):
+    text = '/bench --on hopper blackwell'
+    note = gitlab.add_note(1, text)
+    jobs = _jobs(gitlab, 100)
+    gitlab.fail('POST', f"/jobs/{jobs['mrbot-bench-blackwell']}/play", 503, times=100)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, text))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    # each try asked again only for the job that had not run
+    assert _played(gitlab) == [(jobs['mrbot-bench-hopper'], str(note))]
+    assert gitlab.count('POST', f"/jobs/{jobs['mrbot-bench-hopper']}/play") == 1
+    assert (f"It had asked GitLab to run mrbot-bench-hopper (job {jobs['mrbot-bench-hopper']}), mrbot-bench-blackwell "
+            f"(job {jobs['mrbot-bench-blackwell']}) before that.") in gitlab.notes_on(1)[-1][1]
+
+
 def test_a_note_whose_job_gitlab_keeps_refusing_is_answered_with_why(gitlab, tmp_path):
     note = gitlab.add_note(1, ON_HOPPER)
     gitlab.fail('POST', '/play', 503, times=100, message='GitLab is not available')
@@ -232,6 +262,19 @@ def test_a_note_neither_played_nor_answered_stays_pending_and_is_played_after_a_
         eventually(lambda: served.note_state(note)[0] == 'played', 'the note to be settled')
     assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
     assert gitlab.notes_on(1) == [('alice', ON_HOPPER)]
+
+
+def test_a_note_neither_played_nor_answered_for_a_day_is_given_up(gitlab, tmp_path, monkeypatch):
+    monkeypatch.setattr(receiver, 'GIVE_UP_S', -1)
+    note = gitlab.add_note(1, ON_HOPPER)
+    for method in ('GET', 'POST'):
+        gitlab.fail(method, '', 503, times=10_000)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', attempts=2)) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be given up')
+        state, outcome = served.note_state(note)
+    assert state == 'dropped' and outcome.startswith('given up a day after it came: GitLab: reading merge request !1')
+    assert gitlab.plays == []
 
 
 def test_a_full_queue_answers_429_and_keeps_nothing_of_what_it_refused(gitlab, tmp_path):

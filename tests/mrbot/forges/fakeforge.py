@@ -83,7 +83,8 @@ class Account:
 
 @dataclass
 class Failure:
-    """Fail the next `times` requests of `method` to a path ending with `path`: answer `status`, or RESET."""
+    """Fail the next `times` requests of `method` to a path ending with `path`: answer `status`, or RESET; where
+    `done`, after the request has taken effect (an answer lost on its way back)."""
 
     method: str
     path: str
@@ -91,6 +92,7 @@ class Failure:
     headers: dict[str, str]
     message: str
     times: int
+    done: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,10 +169,11 @@ class FakeForge(ABC):
         self._routes.append((method, re.compile(pattern), answer))
 
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
-             message: str = 'Server Error') -> None:
-        """Fail the next `times` `method` requests whose decoded path ends with `path`; status RESET drops them."""
+             message: str = 'Server Error', done: bool = False) -> None:
+        """Fail the next `times` `method` requests whose decoded path ends with `path`; status RESET drops them. With
+        `done`, each takes effect first and only its answer is lost."""
         with self.lock:
-            self.failures.append(Failure(method, path, status, headers or {}, message, times))
+            self.failures.append(Failure(method, path, status, headers or {}, message, times, done))
 
     def count(self, method: str, path: str) -> int:
         """How many `method` requests to a decoded path ending with `path` reached the server."""
@@ -187,7 +190,7 @@ class FakeForge(ABC):
             request = Request(method, path, parts.path, dict(parse_qsl(parts.query)), json.loads(raw) if raw else {},
                               self.accounts.get(token), raw, token)
             failure = self._take_failure(method, path)
-            answer = self.as_sent(request, self._answer(request) if failure is None else None)
+            answer = self.as_sent(request, self._answer(request) if failure is None or failure.done else None)
             action = self._take_afterwards(method, path)
             if failure is not None and failure.status == RESET:
                 # Closed at once with a zero linger time: no answer and no FIN, the peer sees a reset connection.
