@@ -98,11 +98,13 @@ class Settings:
 
 @dataclass(frozen=True)
 class Reply:
-    """What a delivery is answered: a status, one line of text, and any further headers."""
+    """What a delivery is answered: a status, one line of text, and any further headers. `unread` where the body was
+    not read to its end: the connection is closed after the answer, rather than kept by reading the rest."""
 
     status: int
     text: str
     headers: tuple[tuple[bytes, bytes], ...] = ()
+    unread: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,9 +255,11 @@ class Receiver:
             except _Gone:
                 return
             body = f'{reply.text}\n'.encode()
+            # uvicorn would read and drop the rest of a body to keep the connection; a stranger's is not worth it
+            closing = [(b'connection', b'close')] if reply.unread else []
             await send({'type': 'http.response.start', 'status': reply.status,
                         'headers': [(b'content-type', b'text/plain; charset=utf-8'),
-                                    (b'content-length', str(len(body)).encode()), *reply.headers]})
+                                    (b'content-length', str(len(body)).encode()), *reply.headers, *closing]})
             await send({'type': 'http.response.body', 'body': body})
 
     async def _lifespan(self, receive: Callable, send: Callable) -> None:
@@ -275,20 +279,18 @@ class Receiver:
 
     async def _answer(self, scope: dict[str, Any], receive: Callable) -> Reply:
         if scope['path'] != PATH:
-            return Reply(404, f'not found: GitLab delivers to POST {PATH}')
+            return Reply(404, f'not found: GitLab delivers to POST {PATH}', unread=True)
         if scope['method'] != 'POST':
-            return Reply(405, f'method not allowed: GitLab delivers to POST {PATH}', ((b'allow', b'POST'),))
+            return Reply(405, f'method not allowed: GitLab delivers to POST {PATH}', ((b'allow', b'POST'),), True)
         headers = dict(scope['headers'])
         if not hmac.compare_digest(headers.get(b'x-gitlab-token', b''), self._settings.secret):
-            return Reply(401, "unauthorized: X-Gitlab-Token is not this webhook's secret token")
+            return Reply(401, "unauthorized: X-Gitlab-Token is not this webhook's secret token", unread=True)
         if headers.get(b'x-gitlab-event') != NOTE_HOOK:
-            return _ignored('event')
+            return Reply(200, 'ignored: event', unread=True)
         declared = headers.get(b'content-length', b'0')
-        if declared.isdigit() and int(declared) > MAX_BODY:
-            return Reply(413, f'too large: a delivery is read up to {MAX_BODY} bytes')
-        body = await _read(receive)
+        body = None if declared.isdigit() and int(declared) > MAX_BODY else await _read(receive)
         if body is None:
-            return Reply(413, f'too large: a delivery is read up to {MAX_BODY} bytes')
+            return Reply(413, f'too large: a delivery is read up to {MAX_BODY} bytes', unread=True)
         try:
             event = note_event(body, self._settings.project)
         except MrbotError as error:

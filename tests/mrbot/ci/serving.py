@@ -126,14 +126,19 @@ def deliver(port: int, payload: dict[str, Any] | bytes, *, token: str | None = S
             sender.close()
 
 
+class _Connection(http.client.HTTPConnection):
+    """An HTTP connection whose every socket, the ones it opens again after the receiver closed one included, sends
+    each write at once: http.client sends a request's head and body in two writes, and with Nagle's algorithm on the
+    body would wait for the receiver's delayed acknowledgement of the head, 40 ms each time."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def connect_to(port: int) -> http.client.HTTPConnection:
-    """A connection to the receiver on `port`, kept open for several deliveries."""
-    connection = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
-    connection.connect()
-    # http.client sends a request's head and body in two writes; with Nagle's algorithm on, the body would wait for
-    # the receiver's delayed acknowledgement of the head, 40 ms each time
-    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return connection
+    """A connection to the receiver on `port`, kept open for several deliveries where the receiver keeps it."""
+    return _Connection('127.0.0.1', port, timeout=60)
 
 
 def raw_exchange(port: int, head: bytes, chunks: list[bytes]) -> bytes:

@@ -116,11 +116,12 @@ def test_a_body_that_is_no_note_event_is_400_in_one_line(gitlab, tmp_path, body,
 def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, tmp_path):
     head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: {SECRET}\r\nX-Gitlab-Event: Note Hook\r\n'
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
-        # a length over the limit is answered before any of the body is read: none is sent here
-        declared = raw_exchange(served.port, f'{head}Content-Length: {MAX_BODY + 1}\r\nConnection: close\r\n\r\n'.encode(),
-                                [])
-        # chunks of no declared length are read up to the limit and no further: the limit and one byte are sent
-        chunks = [b'10000\r\n' + b' ' * 0x10000 + b'\r\n'] * (MAX_BODY // 0x10000) + [b'1\r\n{\r\n0\r\n\r\n']
+        # a length over the limit is answered before any of the body is read, none is sent here, and the connection
+        # is closed rather than kept by reading the rest
+        declared = raw_exchange(served.port, f'{head}Content-Length: {MAX_BODY + 1}\r\n\r\n'.encode(), [])
+        # chunks of no declared length are read up to the limit and no further: the limit and one byte are sent, and
+        # the answer comes before the last chunk
+        chunks = [b'10000\r\n' + b' ' * 0x10000 + b'\r\n'] * (MAX_BODY // 0x10000) + [b'1\r\n{\r\n']
         chunked = raw_exchange(served.port, f'{head}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n'.encode(),
                                chunks)
         # a delivery at the limit is read
@@ -128,6 +129,13 @@ def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, 
     for answer in (declared, chunked):
         assert answer.startswith(b'HTTP/1.1 413 ') and answer.endswith(b'too large: a delivery is read up to 1048576 '
                                                                          b'bytes\n')
+
+
+def test_a_delivery_without_the_secret_is_answered_without_reading_its_body(gitlab, tmp_path):
+    head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: not-it\r\nContent-Length: {100 * MAX_BODY}\r\n\r\n'
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = raw_exchange(served.port, head.encode(), [])
+    assert answer.startswith(b'HTTP/1.1 401 ') and b'connection: close' in answer.lower()
 
 
 def test_another_method_or_path_is_refused(gitlab, tmp_path):
