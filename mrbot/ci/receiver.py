@@ -34,6 +34,7 @@ from mrbot.forges import GITLAB_URL, MAX_BACKOFF, connect
 from mrbot.forges.gitlab import GitLab, PipelineJob
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
+from mrbot.words import plural
 
 # Where GitLab sends the deliveries: the path of the webhook's URL.
 PATH = '/webhook'
@@ -300,8 +301,8 @@ class Receiver:
         if self._inbox.knows(event.note):
             return _ignored('duplicate')
         if self._queue.full():
-            return Reply(429, f'busy: {self._queue.qsize()} notes are waiting; deliver this one again in '
-                              f'{RETRY_AFTER_S} s', ((b'retry-after', str(RETRY_AFTER_S).encode()),))
+            return Reply(429, f'busy: {plural(self._queue.qsize(), "note")} waiting already; deliver this one again '
+                              f'in {RETRY_AFTER_S} s', ((b'retry-after', str(RETRY_AFTER_S).encode()),))
         # on disk before the 202: a note GitLab was told is taken survives a crash and a restart
         self._inbox.add(event)
         self._enqueue(event.note)

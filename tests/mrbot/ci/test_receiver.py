@@ -296,7 +296,7 @@ def test_a_full_queue_answers_429_and_keeps_nothing_of_what_it_refused(gitlab, t
         assert deliver(served.port, note_event(notes[1], ON_HOPPER)).status == 202
         refused = deliver(served.port, note_event(notes[2], ON_HOPPER))
         assert (refused.status, refused.retry_after) == (429, '30')
-        assert refused.text == 'busy: 1 notes are waiting; deliver this one again in 30 s\n'
+        assert refused.text == 'busy: 1 note waiting already; deliver this one again in 30 s\n'
         assert served.note_state(notes[2]) is None
         released.set()
         eventually(lambda: len(gitlab.plays) == 2, 'the two accepted notes to run')
