@@ -42,7 +42,8 @@ examples:
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
             'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
             'compile': 'mrbot.compile.command', 'init': 'mrbot.init', 'config': 'mrbot.settings',
-            'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history'}
+            'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history',
+            'webhook': 'mrbot.ci.receiver'}
 
 # Subcommand -> its one-line help; its arguments come from its module.
 HELP = {'check': "check a change against the repository's contribution rules",
@@ -52,6 +53,7 @@ HELP = {'check': "check a change against the repository's contribution rules",
         'rules': 'list the rules with their severities here, or print the documentation of some',
         'prepare': 'check, test and benchmark a change, then write its PR body',
         'action': 'the entry point in CI: check a PR, answer a command, post results',
+        'webhook': 'serve GitLab note events: run the GPU job of a merge request for each /bench and /test note',
         'demo': 'run mrbot prepare on an example kernel change in a temporary clone',
         'init': 'append the [tool.mrbot] table this repository needs, derived from its files; --ci writes its CI files',
         'config': 'print the settings in effect, defaults included, as a [tool.mrbot] table',

@@ -47,6 +47,12 @@ _SHA = re.compile(git.COMMIT_ID)
 # A marker, from its opener to the first ' -->' after it (which `markers` has cut off); one line of JSON.
 _MARKER = re.compile(r'<!-- mrbot:(accepted|done) (\{[^\n]*\})')
 _MARKER_OPENER = '<!-- mrbot:'
+# The first word of a line addressed to mrbot: a command's name.
+_ADDRESSED = re.compile(r'/(bench|test|mrbot)(\s|$)')
+# Each command's options, as the argument name each one's values go to.
+_BENCH_OPTIONS = {'--modes': 'modes', '--shapes': 'shapes', '--on': 'on', '--rounds': 'rounds', '--base': 'base',
+                  '--sha': 'sha'}
+_TEST_OPTIONS = {'-k': 'k', '--on': 'on', '--sha': 'sha'}
 
 
 class UsageError(ValueError):
@@ -128,7 +134,24 @@ def changed_after(asked_at: str, updated_at: str, where: str) -> Decision:
 def is_command(text: str | None) -> bool:
     """Whether a comment is addressed to mrbot at all (everything else is left alone, silently)."""
     first = (text or '').lstrip().split('\n', 1)[0].strip()
-    return re.match(r'/(bench|test|mrbot)(\s|$)', first) is not None
+    return _ADDRESSED.match(first) is not None
+
+
+def requested_runners(line: str) -> tuple[str, ...] | None:
+    """The runner classes the `--on` of the /bench or /test command `line` names, () for none (the command's default
+    class, which only the settings know), or None where `line` is no /bench or /test command. Read with the grammar's
+    words and options alone, for a receiver of notes that has no settings: the GPU job checks the ops, shapes and
+    classes against them.
+
+    Raises:
+        UsageError: `line` is a /bench or /test command the grammar cannot read.
+    """
+    addressed = _ADDRESSED.match(line.strip())
+    if addressed is None or addressed.group(1) == 'mrbot':
+        return None
+    tokens = _tokens(line)
+    _, values = _options(tokens[1:], _BENCH_OPTIONS if tokens[0] == '/bench' else _TEST_OPTIONS)
+    return tuple(dict.fromkeys(values['on']))
 
 
 def _options(tokens: list[str], flags: dict[str, str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -171,8 +194,7 @@ def _runners(values: list[str], config: Config) -> tuple[str, ...]:
 
 
 def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
-    ops, values = _options(tokens, {'--modes': 'modes', '--shapes': 'shapes', '--on': 'on', '--rounds': 'rounds',
-                                    '--base': 'base', '--sha': 'sha'})
+    ops, values = _options(tokens, _BENCH_OPTIONS)
     by_name = {spec.name: spec for spec in specs}
     for op in ops:
         if op not in by_name:
@@ -198,7 +220,7 @@ def _bench(tokens: list[str], specs: list[OpSpec], config: Config) -> Command:
 
 
 def _test(tokens: list[str], config: Config) -> Command:
-    tests, values = _options(tokens, {'-k': 'k', '--on': 'on', '--sha': 'sha'})
+    tests, values = _options(tokens, _TEST_OPTIONS)
     for test in tests:
         if not _TEST.fullmatch(test) or '..' in test.split('::')[0].split('/'):
             raise UsageError(f'{test!r}: expected a test file, folder or node id inside the repository')
@@ -209,12 +231,9 @@ def _test(tokens: list[str], config: Config) -> Command:
                    _runners(values['on'], config))
 
 
-def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
-    """The command on the first line of `text`; UsageError when it is malformed or names anything unknown."""
-    line, _, rest = text.strip().partition('\n')
+def _tokens(line: str) -> list[str]:
+    """The words of the command `line`, split as a shell would once its characters are checked."""
     line = line.strip()
-    if rest.strip():
-        raise UsageError('a command is one line; the next lines would not run, so put notes in another comment')
     if len(line) > MAX_LINE:
         raise UsageError(f'the command line is {len(line)} characters long; at most {MAX_LINE} are read')
     if not _LINE.fullmatch(line):
@@ -224,6 +243,17 @@ def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
         tokens = shlex.split(line)
     except ValueError as error:
         raise UsageError(f'cannot split the command: {error}') from None
+    if not tokens:
+        raise UsageError("an empty command; expected /bench, /test or /mrbot help")
+    return tokens
+
+
+def parse(text: str, specs: list[OpSpec], config: Config) -> Command:
+    """The command on the first line of `text`; UsageError when it is malformed or names anything unknown."""
+    line, _, rest = text.strip().partition('\n')
+    if rest.strip():
+        raise UsageError('a command is one line; the next lines would not run, so put notes in another comment')
+    tokens = _tokens(line)
     name, rest = tokens[0], tokens[1:]
     if name == '/mrbot':
         if rest != ['help']:

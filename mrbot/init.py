@@ -367,8 +367,9 @@ def _still_to_do(forge: str, runners: dict[str, list[str]]) -> list[str]:
     return ['add the masked CI/CD variable GITLAB_TOKEN: a project access token with the `api` scope and the Developer '
             'role, with which mrbot posts its notes',
             f'register a runner per GPU class, tagged with its labels ({labels})',
-            "`/bench` in a merge request note needs the note receiver (mrbot's docs/ci.md); without it a maintainer "
-            'runs the GPU job from the pipeline with MRBOT_COMMAND set']
+            "`/bench` in a merge request note needs the note receiver, `mrbot webhook`, and the project's webhook "
+            "for comments sent to it (mrbot's docs/ci.md); without it a maintainer runs the GPU job from the pipeline "
+            'with MRBOT_COMMAND set']
 
 
 def run(args: argparse.Namespace) -> int:

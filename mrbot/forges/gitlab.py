@@ -1,6 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The GitLab adapter, on python-gitlab: merge requests, notes, award emoji, member roles and commit statuses.
+"""The GitLab adapter, on python-gitlab: merge requests, notes, award emoji, member roles, commit statuses, and the
+pipelines and manual jobs of a merge request.
 
 python-gitlab's own retrying (`retry_transient_errors`, and 429s always) waits a fixed 0.1 s * 2**n and tries up to
 ten times per request, and neither number can be set for the client. So the retrying is done one layer down, by a
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
 import gitlab
 import requests
+from gitlab.base import RESTObject
 from gitlab.exceptions import GitlabCreateError, GitlabError, GitlabGetError
 from gitlab.v4.objects import ProjectMergeRequest, ProjectMergeRequestNote
 from requests.adapters import HTTPAdapter
@@ -61,6 +63,9 @@ _STATES = {'opened': 'open', 'locked': 'open', 'closed': 'closed', 'merged': 'me
 _STATUS_STATES = {'success': 'success', 'neutral': 'success', 'failure': 'failed'}
 _WRITE = 'the `api` scope and at least the Developer role'
 _READ = 'the `read_api` scope and at least the Guest role'
+# GitLab holds a manual job's variables to the project's rule for pipeline variables.
+_RUN_WITH_VARIABLES = ("the `api` scope and a role at or above the project's minimum role to use pipeline variables "
+                       '(Settings, CI/CD, Variables)')
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,32 @@ class RunningJob:
     url: str
 
 
+@dataclass(frozen=True)
+class Pipeline:
+    """A pipeline as GitLab lists it: its id, the commit it runs, and its ref (refs/merge-requests/IID/head for a
+    merge request pipeline of the head, /merge for a merged-results one, or a branch)."""
+
+    id: int
+    sha: str
+    ref: str
+
+
+@dataclass(frozen=True)
+class PipelineJob:
+    """A job of a pipeline in its latest try: its id, name and status ('manual' while a manual job waits to be run,
+    'created' while GitLab is still making its pipeline)."""
+
+    id: int
+    name: str
+    status: str
+
+
 def _status(error: Exception) -> int | None:
     return error.response_code if isinstance(error, GitlabError) else None
+
+
+def _pipeline(pipeline: RESTObject) -> Pipeline:
+    return Pipeline(int(pipeline.id), str(pipeline.sha or ''), str(pipeline.ref or ''))
 
 
 def _message(error: GitlabError) -> str:
@@ -150,6 +179,11 @@ class GitLab:
         self._gitlab.auth()
         return self._gitlab.user.id
 
+    def bot_user_id(self) -> int:
+        """The id of the token's own user: the bot's notes are that user's, and so is every job it runs."""
+        with self._doing(f'reading the user of the token for {self.project}', _READ):
+            return self._bot_id
+
     def _note(self, note: ProjectMergeRequestNote) -> Note:
         # a note's author is a UserBasic, which has no bot flag: the bot's notes are those of the token's own user
         return Note(id=note.id, author=note.author['username'], by_bot=note.author['id'] == self._bot_id,
@@ -219,6 +253,34 @@ class GitLab:
             raise forge_error('GitLab', doing, None, f'no version has head {sha[:12]}',
                               'expected the commit of one of its pushes')
         return starts[0]
+
+    def head_pipeline(self, number: int, sha: str) -> Pipeline | None:
+        """The newest of the 100 newest pipelines of merge request `number` that runs its head as commit `sha` (a
+        merge request pipeline, ref refs/merge-requests/NUMBER/head), or None."""
+        ref = f'refs/merge-requests/{number}/head'
+        with self._doing(f'reading the pipelines of merge request !{number} of {self.project}', _READ):
+            # newest first
+            pipelines = self._project.mergerequests.get(number, lazy=True).pipelines.list(get_all=False)
+            return next((_pipeline(p) for p in pipelines if p.sha == sha and p.ref == ref), None)
+
+    def create_merge_request_pipeline(self, number: int) -> Pipeline:
+        """A new pipeline of merge request `number`: of its head, or of its merged result where the project runs
+        merged-results pipelines."""
+        with self._doing(f'starting a pipeline of merge request !{number} of {self.project}', _WRITE):
+            return _pipeline(self._project.mergerequests.get(number, lazy=True).pipelines.create())
+
+    def pipeline_jobs(self, pipeline: int) -> list[PipelineJob]:
+        """The jobs of pipeline `pipeline`, each in its latest try."""
+        with self._doing(f'reading the jobs of pipeline {pipeline} of {self.project}', _READ):
+            jobs = self._project.pipelines.get(pipeline, lazy=True).jobs.list(get_all=True)
+            return [PipelineJob(int(job.id), str(job.name), str(job.status)) for job in jobs]
+
+    def play_job(self, job: int, variables: Mapping[str, str]) -> None:
+        """Run the manual job `job` with `variables` set. GitLab runs a job only while it waits to be run: one that
+        ran already, or is still being created, is refused with '400 Bad request - Unplayable Job'."""
+        attributes = [{'key': key, 'value': value} for key, value in variables.items()]
+        with self._doing(f'running job {job} of {self.project}', _RUN_WITH_VARIABLES):
+            self._project.jobs.get(job, lazy=True).play(post_data={'job_variables_attributes': attributes})
 
     def _note_url(self, number: int, note_id: int) -> str:
         return f'{self._server_url}/{self.project}/-/merge_requests/{number}#note_{note_id}'

@@ -44,7 +44,8 @@ class JsonObject:
         """The JSON object in `text`, the contents of `source`, which should hold `what` (`a bench record`)."""
         try:
             data = json.loads(text)
-        except ValueError as error:
+        # a document nested deeper than the parser's stack is refused the same way
+        except (ValueError, RecursionError) as error:
             raise MrbotError(f'{source}: not JSON ({error}); expected a JSON object ({what})') from None
         if not isinstance(data, dict):
             raise MrbotError(f'{source}: expected a JSON object ({what}), got {_shown(data)}')

@@ -9,7 +9,17 @@ import datetime
 import pytest
 
 from mrbot.bench.specs import OpSpec
-from mrbot.commands import Seal, UsageError, authorize, capabilities, from_json, marker, markers, parse
+from mrbot.commands import (
+    Seal,
+    UsageError,
+    authorize,
+    capabilities,
+    from_json,
+    marker,
+    markers,
+    parse,
+    requested_runners,
+)
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
 
@@ -81,6 +91,31 @@ def test_anything_else_is_a_usage_error_naming_what_is_wrong(text, message):
     with pytest.raises(UsageError) as error:
         parse(text, SPECS, CONFIG)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(('line', 'runners'), [
+    ('/bench chunk_kda --on blackwell hopper blackwell --rounds 5', ('blackwell', 'hopper')),
+    ('/test tests/ops -k "not slow" --on hopper', ('hopper',)),
+    # the classes are the settings' to check, which the GPU job reads: any name is handed on as written
+    ('/bench flash_attn --on ampere', ('ampere',)),
+    ('/bench', ()),
+    ('/mrbot help', None),
+    ('/benchmark', None),
+    ('looks good /bench', None),
+])
+def test_a_receiver_without_settings_reads_the_classes_a_command_names(line, runners):
+    assert requested_runners(line) == runners
+
+
+@pytest.mark.parametrize(('line', 'message'), [
+    ('/bench --on hopper; curl x', "the character ';' is not allowed"),
+    ('/test --rounds 3', "unknown option '--rounds'"),
+    ('/bench --on', '--on needs a value'),
+    ('/bench "unclosed', 'cannot split the command'),
+])
+def test_a_command_the_grammar_cannot_read_is_a_usage_error_without_settings_too(line, message):
+    with pytest.raises(UsageError, match=message):
+        requested_runners(line)
 
 
 def test_arguments_handed_on_are_checked_again():

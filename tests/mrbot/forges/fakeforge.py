@@ -83,7 +83,8 @@ class Account:
 
 @dataclass
 class Failure:
-    """Fail the next `times` requests of `method` to a path ending with `path`: answer `status`, or RESET."""
+    """Fail the next `times` requests of `method` to a path ending with `path`: answer `status`, or RESET; where
+    `done`, after the request has taken effect (an answer lost on its way back)."""
 
     method: str
     path: str
@@ -91,6 +92,7 @@ class Failure:
     headers: dict[str, str]
     message: str
     times: int
+    done: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,10 +169,11 @@ class FakeForge(ABC):
         self._routes.append((method, re.compile(pattern), answer))
 
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
-             message: str = 'Server Error') -> None:
-        """Fail the next `times` `method` requests whose decoded path ends with `path`; status RESET drops them."""
+             message: str = 'Server Error', done: bool = False) -> None:
+        """Fail the next `times` `method` requests whose decoded path ends with `path`; status RESET drops them. With
+        `done`, each takes effect first and only its answer is lost."""
         with self.lock:
-            self.failures.append(Failure(method, path, status, headers or {}, message, times))
+            self.failures.append(Failure(method, path, status, headers or {}, message, times, done))
 
     def count(self, method: str, path: str) -> int:
         """How many `method` requests to a decoded path ending with `path` reached the server."""
@@ -187,7 +190,7 @@ class FakeForge(ABC):
             request = Request(method, path, parts.path, dict(parse_qsl(parts.query)), json.loads(raw) if raw else {},
                               self.accounts.get(token), raw, token)
             failure = self._take_failure(method, path)
-            answer = self.as_sent(request, self._answer(request) if failure is None else None)
+            answer = self.as_sent(request, self._answer(request) if failure is None or failure.done else None)
             action = self._take_afterwards(method, path)
             if failure is not None and failure.status == RESET:
                 # Closed at once with a zero linger time: no answer and no FIN, the peer sees a reset connection.
@@ -672,6 +675,17 @@ class FakeGitLab(FakeForge):
         self.statuses: list[dict[str, Any]] = []
         # CI_JOB_TOKEN of each running job: (who ran it, its commit, the ref of its pipeline).
         self.jobs: dict[str, tuple[str, str, str]] = {}
+        # The manual GPU job of each runner class that a merge request pipeline of the project's .gitlab-ci.yml has.
+        self.bench_classes = ('hopper', 'blackwell')
+        # Whether a pipeline started for a merge request runs its merged result rather than its head.
+        self.merged_results = False
+        # id: the merge request, commit, ref and job ids of each pipeline, in the order they were made.
+        self.pipelines: dict[int, dict[str, Any]] = {}
+        # id: the name, status and pipeline of each job of those pipelines; a job GitLab is still creating lists as
+        # 'created' `settling` more times before it waits to be run.
+        self.pipeline_jobs: dict[int, dict[str, Any]] = {}
+        # (job id, its variables, who ran it) of each job run through the API.
+        self.plays: list[tuple[int, dict[str, str], str]] = []
         project_path = r'/api/v4/projects/[^/]+'
         merge_request = project_path + r'/merge_requests/(?P<iid>\d+)'
         self.entities: dict[Callable[..., Answer], gitlab_fields.Entity] = {}
@@ -692,6 +706,10 @@ class FakeGitLab(FakeForge):
         documented('GET', project_path + r'/members/all', self._all_members, gitlab_fields.MEMBER)
         documented('GET', project_path + r'/members', self._direct_members, gitlab_fields.MEMBER)
         documented('POST', project_path + r'/statuses/(?P<commit>[0-9a-f]+)', self._create_status, gitlab_fields.COMMIT_STATUS)
+        documented('GET', merge_request + r'/pipelines', self._list_pipelines, gitlab_fields.PIPELINE_BASIC)
+        documented('POST', merge_request + r'/pipelines', self._create_pipeline, gitlab_fields.PIPELINE)
+        documented('GET', project_path + r'/pipelines/(?P<pipeline>\d+)/jobs', self._list_jobs, gitlab_fields.JOB)
+        documented('POST', project_path + r'/jobs/(?P<job>\d+)/play', self._play, gitlab_fields.JOB)
 
     def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
                            state: str = 'opened', source_project: str | None = None, base: str | None = None) -> int:
@@ -718,6 +736,12 @@ class FakeGitLab(FakeForge):
             merge_request = self.merge_requests[iid]
             self.branches[merge_request['source']] = sha
             merge_request['versions'].append((sha, at, self.branches[merge_request['target']]))
+
+    def start_pipeline(self, iid: int, settling: int = 0) -> int:
+        """Make a merge request pipeline of `iid`'s head (of its merged result where `merged_results`), with a manual
+        job for each of `bench_classes` that lists as 'created' `settling` times; its id."""
+        with self.lock:
+            return self._new_pipeline(iid, settling)
 
     def add_note(self, iid: int, body: str, author: str = 'alice', system: bool = False) -> int:
         with self.lock:
@@ -920,6 +944,67 @@ class FakeGitLab(FakeForge):
 
     def _direct_members(self, request: Request) -> Answer:
         return self._members(request, self.members)
+
+    def _new_pipeline(self, iid: int, settling: int) -> int:
+        pipeline = 100 + len(self.pipelines)
+        head = self._merge_request_json(self.merge_requests[iid])['sha']
+        merged = self.merged_results
+        jobs = []
+        for runner in self.bench_classes:
+            job = 5000 + len(self.pipeline_jobs)
+            self.pipeline_jobs[job] = {'name': f'mrbot-bench-{runner}', 'pipeline': pipeline,
+                                       'status': 'created' if settling else 'manual', 'settling': settling}
+            jobs.append(job)
+        self.pipelines[pipeline] = {'iid': iid, 'sha': sha(f'merge of {head}') if merged else head, 'jobs': jobs,
+                                    'ref': f"refs/merge-requests/{iid}/{'merge' if merged else 'head'}"}
+        return pipeline
+
+    def _pipeline_json(self, pipeline: int) -> dict[str, Any]:
+        found = self.pipelines[pipeline]
+        return {'id': pipeline, 'iid': pipeline - 99, 'project_id': _PROJECT_ID, 'sha': found['sha'],
+                'ref': found['ref'], 'status': 'manual', 'source': 'merge_request_event',
+                'web_url': f'{GITLAB_WEB}/{self.project}/-/pipelines/{pipeline}'}
+
+    def _job_json(self, job: int) -> dict[str, Any]:
+        found = self.pipeline_jobs[job]
+        pipeline = self._pipeline_json(found['pipeline'])
+        return {'id': job, 'name': found['name'], 'status': found['status'], 'stage': 'test', 'ref': pipeline['ref'],
+                'web_url': f'{GITLAB_WEB}/{self.project}/-/jobs/{job}', 'pipeline': pipeline}
+
+    def _list_pipelines(self, request: Request, iid: str) -> Answer:
+        if int(iid) not in self.merge_requests:
+            return Answer(404, {'message': '404 Not found'})
+        # newest first
+        return self.page(request, [self._pipeline_json(pipeline) for pipeline in reversed(self.pipelines)
+                                   if self.pipelines[pipeline]['iid'] == int(iid)])
+
+    def _create_pipeline(self, request: Request, iid: str) -> Answer:
+        if int(iid) not in self.merge_requests:
+            return Answer(404, {'message': '404 Not found'})
+        # GitLab makes the pipeline's jobs before it answers, and moves them on from 'created' a moment later
+        return Answer(201, self._pipeline_json(self._new_pipeline(int(iid), settling=1)))
+
+    def _list_jobs(self, request: Request, pipeline: str) -> Answer:
+        if int(pipeline) not in self.pipelines:
+            return Answer(404, {'message': '404 Not found'})
+        listed = [self._job_json(job) for job in self.pipelines[int(pipeline)]['jobs']]
+        for job in self.pipelines[int(pipeline)]['jobs']:
+            found = self.pipeline_jobs[job]
+            found['settling'] = max(found['settling'] - 1, 0)
+            if found['status'] == 'created' and not found['settling']:
+                found['status'] = 'manual'
+        return self.page(request, listed)
+
+    def _play(self, request: Request, job: str) -> Answer:
+        found = self.pipeline_jobs.get(int(job))
+        if found is None:
+            return Answer(404, {'message': '404 Not found'})
+        if found['status'] != 'manual':
+            return Answer(400, {'message': '400 Bad request - Unplayable Job'})
+        found['status'] = 'pending'
+        variables = {v['key']: v['value'] for v in request.body.get('job_variables_attributes', [])}
+        self.plays.append((int(job), variables, request.account.login))
+        return Answer(200, self._job_json(int(job)))
 
     def _create_status(self, request: Request, commit: str) -> Answer:
         body = request.body

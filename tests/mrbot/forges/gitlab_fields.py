@@ -5,8 +5,8 @@ answers no other.
 
 GitLab publishes no machine-readable description of these endpoints, so the sets are written down here from its API
 documentation (Notes, Merge requests, Merge request diff versions, Award emoji, Project members, Commits (statuses),
-Users, Projects, Branches, Jobs), each naming the entity a nested object is. A field missing here is one the fake may not
-invent: the bot once trusted a `bot` flag on a note's author, which GitLab's UserBasic does not have.
+Users, Projects, Branches, Jobs, Pipelines), each naming the entity a nested object is. A field missing here is one the
+fake may not invent: the bot once trusted a `bot` flag on a note's author, which GitLab's UserBasic does not have.
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ JOB = _fields(
     'queued_duration failure_reason web_url project artifacts_file artifacts runner artifacts_expire_at archived '
     'tag_list', user=CURRENT_USER, commit=COMMIT,
     pipeline=_fields('id iid project_id ref sha status source created_at updated_at web_url'))
+# a pipeline as a merge request's pipelines list it
+PIPELINE_BASIC = _fields('id iid project_id sha ref status source created_at updated_at web_url')
+# a pipeline as GitLab answers for one (POST /projects/:id/merge_requests/:iid/pipelines)
+PIPELINE = {**PIPELINE_BASIC, **_fields(
+    'name before_sha tag yaml_errors user created_at updated_at started_at finished_at committed_at duration '
+    'queued_duration coverage detailed_status archived')}
 # what GitLab answers instead of an object when it refuses a request
 ERROR = _fields('message error')
 

@@ -91,3 +91,31 @@ def test_publish_check_without_the_permission_names_the_scope_and_role(gitlab_se
                                          r'403 Forbidden; .* it needs the `api` scope and at least the Developer role$'):
         forge.publish_check(sha('feature'), 'mrbot', 'success', 'title', 'summary')
     assert gitlab_server.statuses == []
+
+def test_the_head_pipeline_is_the_newest_merge_request_pipeline_of_the_head(gitlab: Forge, gitlab_server: FakeGitLab):
+    iid = gitlab_server.open_merge_request('feature')
+    older = gitlab_server.start_pipeline(iid)
+    newest = gitlab_server.start_pipeline(iid)
+    # a merged-results pipeline runs another commit than the head, and a pipeline of another head is not this one's
+    gitlab_server.merged_results = True
+    gitlab_server.start_pipeline(iid)
+    assert gitlab.head_pipeline(iid, sha('feature')).id == newest != older
+    assert gitlab.head_pipeline(iid, sha('main')) is None
+
+
+def test_a_manual_job_runs_once_with_its_variables_as_the_tokens_user(gitlab: Forge, gitlab_server: FakeGitLab):
+    iid = gitlab_server.open_merge_request('feature')
+    pipeline = gitlab.create_merge_request_pipeline(iid)
+    assert (pipeline.sha, pipeline.ref) == (sha('feature'), f'refs/merge-requests/{iid}/head')
+    # GitLab makes a new pipeline's jobs first, and only then lets them be run
+    assert {job.status for job in gitlab.pipeline_jobs(pipeline.id)} == {'created'}
+    jobs = {job.name: job for job in gitlab.pipeline_jobs(pipeline.id)}
+    assert {job.status for job in jobs.values()} == {'manual'}
+    hopper = jobs['mrbot-bench-hopper'].id
+    gitlab.play_job(hopper, {'MRBOT_COMMAND_NOTE': '12'})
+    assert gitlab_server.plays == [(hopper, {'MRBOT_COMMAND_NOTE': '12'}, 'mrbot-dev')]
+    assert gitlab.bot_user_id() == 1
+    with pytest.raises(MrbotError, match=rf'^GitLab: running job {hopper} of lab/kernels/fla: 400 Bad request - '
+                                         'Unplayable Job$'):
+        gitlab.play_job(hopper, {'MRBOT_COMMAND_NOTE': '13'})
+    assert len(gitlab_server.plays) == 1

