@@ -1,14 +1,16 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
 """mrbot in a repository that is not its own: the built wheel in a fresh environment, `mrbot init --ci` in a foreign
-repository shaped like upstream flash-linear-attention, and the action's steps run as a runner runs them against the
-fake GitHub."""
+repository shaped like upstream flash-linear-attention, the action's steps run as a runner runs them against the fake
+GitHub, and the GitLab component's jobs and the wheel's note receiver against the fake GitLab."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -20,7 +22,8 @@ import yaml
 from mrbot.ci.artifacts import ARTIFACT
 from tests.gitrepo import Repo
 from tests.mrbot import webhooks
-from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, FakeGitHub, created_at
+from tests.mrbot.ci.serving import SECRET, deliver, eventually, note_event
+from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, PROJECT_TOKEN, FakeGitHub, FakeGitLab, created_at
 from tests.mrbot.test_init import lint_workflows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -230,3 +233,106 @@ def test_a_foreign_repository_gets_its_ci_from_the_wheel_and_the_action_checks_a
                                     'signing-key': 'k'}, Path(sys.executable), run_id=7200)
         assert code == 0, log
         assert '### mrbot bench on hopper' in server.comments_on(number)[-1][1]
+
+
+COMPONENT_TEXT = (ROOT / 'templates' / 'ci' / 'gitlab-ci.yml').read_text()
+SPEC, COMPONENT = (yaml.safe_load(part) for part in COMPONENT_TEXT.split('\n---\n', 1))
+
+
+def _job(name: str) -> dict:
+    """A job of the component with what it extends merged in, as GitLab reads it."""
+    job = COMPONENT[name]
+    parent = _job(job['extends']) if 'extends' in job else {}
+    return {**parent, **job, 'variables': {**parent.get('variables', {}), **job.get('variables', {})}}
+
+
+def _gitlab_job(name: str, repo: Repo, installed: Path, pip_spec: str, tmp: Path, **variables: str
+                ) -> subprocess.CompletedProcess:
+    """Run job `name` of the component as a GitLab runner does: its inputs written in when the pipeline is made, then
+    its script under bash in the checkout, with its variables and the pipeline's. The image's Python has mrbot's
+    dependencies (this environment's, on PYTHONPATH), not mrbot; pip installs the wheel without them."""
+    assert re.fullmatch(SPEC['spec']['inputs']['pip-spec']['regex'], pip_spec)
+    job = _job(name)
+    script = '\n'.join(job['script']).replace('$[[ inputs.pip-spec ]]', pip_spec)
+    python = Path(sys.base_prefix) / 'bin' / 'python3'
+    environ = {'PATH': f'{python.parent}{os.pathsep}{os.environ["PATH"]}', 'HOME': str(tmp), 'TMPDIR': str(tmp),
+               'PYTHONPATH': sysconfig.get_paths()['purelib'], 'PIP_NO_DEPS': '1', 'PIP_NO_INDEX': '1',
+               **{key: str(value) for key, value in job['variables'].items()}, **variables}
+    done = subprocess.run(['bash', '-e', '-c', script], cwd=repo.root, env=environ, capture_output=True, text=True,
+                          timeout=300)
+    assert 'Traceback' not in done.stderr, done.stderr
+    return done
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def test_a_foreign_gitlab_project_includes_the_component_and_its_jobs_and_the_receiver_check_and_bench(
+        installed, tmp_path):
+    mrbot = installed / 'bin' / 'mrbot'
+    (tmp_path / 'fla').mkdir()
+    repo = Repo(tmp_path / 'fla')
+    base = repo.commit({'fla/__init__.py': HEADER, 'fla/ops/__init__.py': HEADER, 'fla/ops/double.py': KERNEL,
+                        'tests/ops/test_double.py': TEST, 'pyproject.toml': '[project]\nname = "fla-core"\n'},
+                       '[Misc] Base')
+    done = subprocess.run([str(mrbot), 'init', '--ci', 'gitlab', '--action', MRBOT], cwd=repo.root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [include] = yaml.safe_load((repo.root / '.gitlab-ci.yml').read_text())['include']
+    assert include['remote'].endswith('/templates/ci/gitlab-ci.yml') and MRBOT.split('@')[1] in include['remote']
+    assert re.fullmatch(SPEC['spec']['inputs']['pip-spec']['regex'], include['inputs']['pip-spec'])
+    repo.write({'pyproject.toml': (repo.root / 'pyproject.toml').read_text() + BENCH})
+    base = repo.commit({}, '[CI] mrbot')
+    repo.git('checkout', '-q', '-b', 'triple')
+    head = repo.commit({'fla/ops/triple.py': 'x = 3\n'}, '[Misc] Add triple')
+    # the include's mrbot, where this test can install it from: the wheel the fixture built
+    [wheel] = (installed.parent / 'dist').glob('mrbot-*.whl')
+    with FakeGitLab() as server:
+        server.branches.update(main=base, triple=head)
+        iid = server.open_merge_request('triple', title='[Misc] Add triple', description=BODY)
+        # alice a Developer; the project access token's bot a Maintainer, the role docs/ci.md gives the receiver's token
+        server.members.update(alice=30, project_7_bot=40)
+        pipeline = {'CI_PROJECT_PATH': server.project, 'CI_SERVER_URL': server.url, 'GITLAB_TOKEN': PROJECT_TOKEN,
+                    'CI_PIPELINE_SOURCE': 'merge_request_event', 'CI_COMMIT_SHA': head,
+                    'CI_MERGE_REQUEST_IID': str(iid), 'CI_MERGE_REQUEST_DIFF_BASE_SHA': base,
+                    'CI_MERGE_REQUEST_TITLE': '[Misc] Add triple', 'CI_MERGE_REQUEST_DESCRIPTION': BODY,
+                    'CI_PIPELINE_ID': '100', 'CI_PIPELINE_URL': f'{server.url}/pipelines/100'}
+        ref = f'refs/merge-requests/{iid}/head'
+        # the merge request pipeline's check job: its report note and a commit status
+        done = _gitlab_job('mrbot-check', repo, installed, str(wheel), tmp_path, **pipeline,
+                           CI_JOB_TOKEN=server.start_job('alice', head, ref), GITLAB_USER_LOGIN='alice')
+        assert done.returncode == 0, done.stdout + done.stderr
+        [(author, report)] = server.notes_on(iid)
+        assert author == 'project_7_bot' and 'fla/ops/triple.py' in report
+        assert [status['sha'] for status in server.statuses] == [head]
+        # /bench as a note: the wheel's receiver runs the manual hopper job of the head's pipeline with the note
+        server.start_pipeline(iid)
+        note = server.add_note(iid, '/bench double --on hopper')
+        port = _free_port()
+        receiver = subprocess.Popen([str(mrbot), 'webhook'], cwd=tmp_path, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, env={
+            'PATH': os.environ['PATH'], 'MRBOT_WEBHOOK_SECRET': SECRET, 'MRBOT_GITLAB_PROJECT': server.project,
+            'MRBOT_GITLAB_URL': server.url, 'GITLAB_TOKEN': PROJECT_TOKEN, 'MRBOT_WEBHOOK_PORT': str(port),
+            'MRBOT_WEBHOOK_STATE': str(tmp_path / 'notes.sqlite3')})
+        try:
+            def listening() -> bool:
+                with socket.socket() as probe:
+                    return probe.connect_ex(('127.0.0.1', port)) == 0
+
+            eventually(listening, 'the receiver to listen', timeout=60)
+            event = note_event(note, '/bench double --on hopper', iid=iid, project=server.project)
+            assert deliver(port, event).status == 202
+            eventually(lambda: server.plays, 'the receiver to run the job', timeout=60)
+        finally:
+            receiver.terminate()
+            log = receiver.communicate(timeout=30)[0]
+        [(job, variables, played_by)] = server.plays
+        assert server.pipeline_jobs[job]['name'] == 'mrbot-bench-hopper', log
+        # the job GitLab runs then: the component's hopper job with the note's id, on a runner with no GPU
+        done = _gitlab_job('mrbot-bench-hopper', repo, installed, str(wheel), tmp_path, **pipeline, **variables,
+                           CI_JOB_TOKEN=server.start_job(played_by, head, ref), GITLAB_USER_LOGIN=played_by)
+        answer = server.notes_on(iid)[-1][1]
+        assert 'this runner has no GPU, but class hopper needs sm_90' in answer, done.stdout + done.stderr
