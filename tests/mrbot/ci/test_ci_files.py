@@ -1,6 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""What the CI jobs do on a runner that outlives them: the GitLab template's job script, run with a stand-in Python."""
+"""The CI files (`action.yml`, `.github/workflows/`, the GitLab template) as a runner reads them: what each job runs
+and installs, and the GitLab template's job script, run with a stand-in Python on a runner that outlives its jobs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
 WORKFLOWS = ROOT / '.github' / 'workflows'
 COMMAND_WORKFLOW = WORKFLOWS / 'mrbot-command.yml'
