@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 # the repository, payloads and fake GitHub that drive `mrbot action` in its own tests
-from tests.mrbot import test_action
+from tests.mrbot.ci import fakerunner
+from tests.mrbot.forges.fakeforge import ACTIONS_TOKEN, BACKOFF, FakeGitHub
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 # `mrbot ARGV` in a process where importing torch, triton or numpy fails as it does where they are not installed; a
@@ -41,8 +42,8 @@ sys.exit(main(sys.argv[4:]))
 
 def run_light(argv: list[str], cwd: Path, forge_url: str = '') -> subprocess.CompletedProcess:
     """`mrbot ARGV` run in `cwd` without the kernel stack; a crash fails the test, whatever the exit code."""
-    done = subprocess.run([sys.executable, '-c', LIGHT_CORE, forge_url, test_action.ACTIONS_TOKEN,
-                           str(test_action.BACKOFF), *argv], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, '-c', LIGHT_CORE, forge_url, ACTIONS_TOKEN, str(BACKOFF), *argv], cwd=cwd,
+                          capture_output=True, text=True)
     assert 'Traceback' not in done.stderr and 'internal error' not in done.stderr, done.stderr
     return done
 
@@ -87,10 +88,10 @@ def test_compile_names_the_extra_it_needs(topic):
 
 
 def test_action_reports_a_pull_request(repo, tmp_path_factory, monkeypatch):
-    with test_action.FakeGitHub(test_action.PROJECT) as server:
-        bot = test_action.Bot(repo, server, tmp_path_factory.mktemp('runner'), monkeypatch)
+    with FakeGitHub(fakerunner.PROJECT) as server:
+        bot = fakerunner.Bot(repo, server, tmp_path_factory.mktemp('runner'), monkeypatch)
         # the workflow step, run where the kernel stack is not installed
-        monkeypatch.setattr(test_action, 'main', lambda argv: run_light(argv, repo.root, server.url).returncode)
+        monkeypatch.setattr(fakerunner, 'main', lambda argv: run_light(argv, repo.root, server.url).returncode)
         code, outputs, summary = bot.act('pull_request', bot.pull_request_payload())
         assert code == 0 and outputs == {'pr': str(bot.number), 'errors': '1', 'findings': '2'}
         [(author, body)] = server.comments_on(bot.number)

@@ -1,6 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""What the CI jobs do on a runner that outlives them: the GitLab template's job script, run with a stand-in Python."""
+"""The CI files (`action.yml`, `.github/workflows/`, the GitLab template) as a runner reads them: what each job runs
+and installs, and the GitLab template's job script, run with a stand-in Python on a runner that outlives its jobs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).parents[2]
+from mrbot import commands
+from tests.mrbot.ci.fakerunner import TOKEN_JOBS
+
+ROOT = Path(__file__).parents[3]
 TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
 WORKFLOWS = ROOT / '.github' / 'workflows'
 COMMAND_WORKFLOW = WORKFLOWS / 'mrbot-command.yml'
@@ -188,6 +192,27 @@ def test_the_github_jobs_holding_a_write_token_install_only_the_hash_pinned_set(
         [bot] = [step for step in steps if re.search(r'\bmrbot(\.cli)? action\b', step.get('run', ''))]
         assert bot['run'].startswith('python -P -m mrbot.cli ') and bot['env']['PYTHONPATH'] == '${{ github.action_path }}'
         assert not any('PIP_EXTRA_INDEX_URL' in step.get('env', {}) for step in steps), command
+
+
+def test_the_jobs_holding_a_write_token_run_on_the_hash_pinned_set_alone(bot, monkeypatch):
+    # authorize: parse, authorize and answer a command, leave the note for a job that leaves no result
+    accepted = bot.tmp / 'downloaded' / 'mrbot-accepted'
+    code, outputs, _ = bot.act('issue_comment', bot.comment_payload('/bench scale'), '--artifact', str(accepted),
+                               run_id=61, pinned_only=True)
+    assert code == 0 and outputs['authorized'] == 'true' and outputs['command'] == 'bench'
+    # post: the note of a job that left nothing, then a result, each onto the PR and its queue
+    code, _, _ = bot.act('workflow_run', bot.command_run(61), '--artifact', str(accepted.parent), pinned_only=True)
+    assert code == 0
+    bodies = [body for _, body in bot.server.comments_on(bot.number)]
+    assert '**The job ended without leaving a result**' in bodies[-1]
+    assert commands.markers([body for body in bodies if commands.markers([body], 'accepted', bot.seal)], 'done',
+                            bot.seal) == [
+        {'run': '61'}]
+    # every line pins one version by its hashes, as `pip install --require-hashes` demands
+    requirements = re.sub(r'\\\n\s*', ' ', TOKEN_JOBS.read_text())
+    pins = [line for line in requirements.splitlines() if line.strip() and not line.lstrip().startswith('#')]
+    assert pins and all(re.match(r'[A-Za-z0-9_.\[\]-]+==\S+( +--hash=sha256:[0-9a-f]{64})+( +#.*)?$', pin)
+                        for pin in pins)
 
 
 def test_the_action_hands_the_token_and_the_signing_key_to_no_command_that_runs_pull_request_code():

@@ -6,7 +6,6 @@ and only the poster records them, ending each /bench result with the trend of it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,9 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRow, BenchRun, Gate, Machine, Revision, Shape, Statistics
 from mrbot.store import Store
 from mrbot.testing import Gpu
-from tests.mrbot.forges.fakeforge import FakeGitHub
-from tests.mrbot.test_action import PROJECT, Bot
+from tests.mrbot.ci.fakerunner import Bot
 
 TREND = 'Trend on the base branch (base medians of /bench runs on NVIDIA H200, oldest first, last 12):'
-
-
-@pytest.fixture
-def bot(repo, tmp_path_factory, monkeypatch) -> Iterator[Bot]:
-    with FakeGitHub(PROJECT) as server:
-        yield Bot(repo, server, tmp_path_factory.mktemp('runner'), monkeypatch)
 
 
 def _timed(bot: Bot, base_ms: dict[str, float], evidence: bool = True) -> BenchRun:
