@@ -4,7 +4,7 @@
 
 On GitHub they are this repository's own `.github/workflows/mrbot-*.yml`, which call the root `action.yml` from a
 checkout of the bot; elsewhere the same jobs call the action by its repository and full commit instead, so one set of
-workflows serves both. On GitLab it is an include of `templates/ci/gitlab-ci.yml` at that commit.
+workflows serves both. On GitLab it is an include of `templates/mrbot/template.yml` at that commit.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def github_workflows(action: ActionRef, version: str) -> tuple[CiFile, ...]:
 def gitlab_pipeline(action: ActionRef, version: str) -> tuple[CiFile, ...]:
     """A `.gitlab-ci.yml` that includes mrbot's GitLab template at `action`'s commit, with the input that installs mrbot
     from that commit."""
-    template = f'https://raw.githubusercontent.com/{action.repository}/{action.commit}/templates/ci/gitlab-ci.yml'
+    template = f'https://raw.githubusercontent.com/{action.repository}/{action.commit}/templates/mrbot/template.yml'
     text = (f'# Written by `mrbot init --ci gitlab` (mrbot {version}, {action}); its docs/ci.md explains the jobs.\n'
             'include:\n'
             f'  - remote: {template}\n'

@@ -225,7 +225,7 @@ def _runs(runners: tuple[str, ...], plays: Mapping[str, int], jobs: Mapping[str,
     if not wanted or missing:
         have = ', '.join(job.name for job in jobs.values()) or 'none'
         raise Unplayable(f"the merge request's pipeline has no job {JOB_PREFIX}{missing[0] if missing else '*'} (it "
-                         f'has {have}): include templates/ci/gitlab-ci.yml with a job for each runner class')
+                         f'has {have}): include templates/mrbot/template.yml with a job for each runner class')
     # a job asked to run for this note, and no longer waiting, ran for it: the answer to that request may have been lost
     left = [(runner, jobs[runner]) for runner in wanted
             if not (plays.get(runner) == jobs[runner].id and jobs[runner].status != 'manual')]

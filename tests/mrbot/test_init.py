@@ -224,7 +224,7 @@ def test_ci_keeps_a_table_that_is_there_and_writes_the_ci_files(repo, monkeypatc
     assert code == 0 and (repo.root / 'pyproject.toml').read_text() == existing and 'h100: gpu' in err
     commit = MRBOT.split('@')[1]
     text = (repo.root / '.gitlab-ci.yml').read_text()
-    assert f'  - remote: https://raw.githubusercontent.com/octo/mrbot/{commit}/templates/ci/gitlab-ci.yml\n' in text
+    assert f'  - remote: https://raw.githubusercontent.com/octo/mrbot/{commit}/templates/mrbot/template.yml\n' in text
     assert f'    inputs:\n      pip-spec: "mrbot[kernels] @ git+https://github.com/octo/mrbot@{commit}"\n' in text
     # runners for a table that is there go into that table, by hand
     code, _, err = _init(repo, monkeypatch, capsys, '--ci', 'github', '--action', MRBOT, '--runner', 'a100=gpu')

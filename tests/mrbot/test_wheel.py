@@ -235,7 +235,7 @@ def test_a_foreign_repository_gets_its_ci_from_the_wheel_and_the_action_checks_a
         assert '### mrbot bench on hopper' in server.comments_on(number)[-1][1]
 
 
-COMPONENT_TEXT = (ROOT / 'templates' / 'ci' / 'gitlab-ci.yml').read_text()
+COMPONENT_TEXT = (ROOT / 'templates' / 'mrbot' / 'template.yml').read_text()
 SPEC, COMPONENT = (yaml.safe_load(part) for part in COMPONENT_TEXT.split('\n---\n', 1))
 
 
@@ -282,7 +282,7 @@ def test_a_foreign_gitlab_project_includes_the_component_and_its_jobs_and_the_re
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     [include] = yaml.safe_load((repo.root / '.gitlab-ci.yml').read_text())['include']
-    assert include['remote'].endswith('/templates/ci/gitlab-ci.yml') and MRBOT.split('@')[1] in include['remote']
+    assert include['remote'].endswith('/templates/mrbot/template.yml') and MRBOT.split('@')[1] in include['remote']
     assert re.fullmatch(SPEC['spec']['inputs']['pip-spec']['regex'], include['inputs']['pip-spec'])
     repo.write({'pyproject.toml': (repo.root / 'pyproject.toml').read_text() + BENCH})
     base = repo.commit({}, '[CI] mrbot')

@@ -21,7 +21,7 @@ from mrbot import commands
 from tests.mrbot.ci.fakerunner import TOKEN_JOBS
 
 ROOT = Path(__file__).parents[3]
-TEMPLATE = ROOT / 'templates' / 'ci' / 'gitlab-ci.yml'
+TEMPLATE = ROOT / 'templates' / 'mrbot' / 'template.yml'
 WORKFLOWS = ROOT / '.github' / 'workflows'
 COMMAND_WORKFLOW = WORKFLOWS / 'mrbot-command.yml'
 ACTION = ROOT / 'action.yml'
