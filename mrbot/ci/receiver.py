@@ -405,6 +405,11 @@ class Receiver:
         # the job checks the role again; this spares the GPU runners the notes of strangers
         if permission not in commands.WRITE_PERMISSIONS:
             return Outcome('dropped', f'{event.author} has {permission} access, below Developer')
+        # GitLab runs a fork's merge request pipeline in this project with its secrets and the fork's .gitlab-ci.yml
+        if pull.head_repo != forge.project:
+            raise Unplayable(f'!{number} comes from the fork {pull.head_repo or "(deleted)"}, whose pipeline would run '
+                             "its own .gitlab-ci.yml with this project's variables: a maintainer reviews its changes "
+                             "and runs its pipeline from GitLab's merge request page")
         head = await asyncio.to_thread(forge.head_pipeline, number, pull.head_sha)
         runs = None if head is None else _runs(event.runners, pending.plays, await self._jobs(forge, head.id))
         if runs is None:

@@ -319,6 +319,20 @@ def test_a_project_of_merged_results_pipelines_is_told_why_its_jobs_cannot_run(g
         gitlab.notes_on(iid)[-1][1]
 
 
+def test_a_merge_request_from_a_fork_runs_nothing_and_is_answered_with_why(gitlab, tmp_path):
+    iid = gitlab.open_merge_request('feature', source_project='stranger/fla')
+    gitlab.start_pipeline(iid)
+    note = gitlab.add_note(iid, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER, iid=iid))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    # the fork's own .gitlab-ci.yml would run with this project's variables: no pipeline made, no job run
+    assert gitlab.plays == [] and gitlab.count('POST', '/pipelines') == 0
+    answer = gitlab.notes_on(iid)[-1][1]
+    assert f'!{iid} comes from the fork stranger/fla' in answer and 'a maintainer reviews its changes' in answer
+
+
 def test_a_class_without_a_job_is_answered_with_the_jobs_there_are(gitlab, tmp_path):
     note = gitlab.add_note(1, '/bench --on ampere')
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
