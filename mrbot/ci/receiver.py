@@ -55,6 +55,8 @@ GIVE_UP_S = 86_400
 SETTLE_TRIES = 10
 # The connections served at once; uvicorn answers 503 to more.
 CONNECTIONS = 128
+# How long an idle kept-alive connection holds one of those places after its last answer.
+KEEP_ALIVE_S = 5
 ENVIRONMENT = f'''\
 environment:
   MRBOT_WEBHOOK_SECRET    the webhook's secret token, which GitLab sends as X-Gitlab-Token (required; 16 or more
@@ -80,7 +82,7 @@ _SECRET = re.compile(r'[\x21-\x7e]{16,}')
 class Settings:
     """How the receiver runs; `read_settings` takes them from the environment. `attempts` tries of a note, paused
     `backoff_s` doubling (with jitter) between them; the jobs of a new pipeline are listed `settle_s` apart; pending
-    notes whose turn has come are queued every `sweep_s`."""
+    notes whose turn has come are queued every `sweep_s`; a delivery's body not read within `body_s` is answered 408."""
 
     secret: bytes
     project: str
@@ -95,6 +97,7 @@ class Settings:
     backoff_s: float = 2.0
     settle_s: float = 1.0
     sweep_s: float = 60.0
+    body_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,12 @@ class Receiver:
         if headers.get(b'x-gitlab-event') != NOTE_HOOK:
             return Reply(200, 'ignored: event', unread=True)
         declared = headers.get(b'content-length', b'0')
-        body = None if declared.isdigit() and int(declared) > MAX_BODY else await _read(receive)
+        try:
+            # a sender trickling its body would hold the connection, and one of CONNECTIONS, for ever
+            body = None if declared.isdigit() and int(declared) > MAX_BODY else await asyncio.wait_for(
+                _read(receive), self._settings.body_s)
+        except asyncio.TimeoutError:
+            return Reply(408, f'timeout: the body was not sent within {self._settings.body_s:g} s', unread=True)
         if body is None:
             return Reply(413, f'too large: a delivery is read up to {MAX_BODY} bytes', unread=True)
         try:
@@ -497,7 +505,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
         receiver = Receiver(settings, inbox, lambda: connect('gitlab', settings.project, url=settings.gitlab_url,
                                                              token=settings.token, environ={}, retries=2))
         server = uvicorn.Server(uvicorn.Config(receiver, lifespan='on', limit_concurrency=CONNECTIONS,
-                                               server_header=False, proxy_headers=False))
+                                               timeout_keep_alive=KEEP_ALIVE_S, server_header=False, proxy_headers=False))
         _log(f'serving the notes of {settings.project} at http://{settings.host}:{settings.port}{PATH}')
         server.run(sockets=[listener])
     except KeyboardInterrupt:

@@ -131,6 +131,17 @@ def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, 
                                                                          b'bytes\n')
 
 
+def test_a_body_not_sent_in_time_is_408_and_its_connection_closed(gitlab, tmp_path):
+    head = (f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: {SECRET}\r\nX-Gitlab-Event: Note Hook\r\n'
+            'Content-Length: 100\r\n\r\n')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', body_s=0.2)) as served:
+        # 10 of the 100 bytes it declares, and then nothing: the answer comes, and the connection ends, without them
+        answer = raw_exchange(served.port, head.encode(), [b'{"object_'])
+        assert deliver(served.port, note_event(gitlab.add_note(1, ON_HOPPER), ON_HOPPER)).status == 202
+    assert answer.startswith(b'HTTP/1.1 408 ') and answer.endswith(b'timeout: the body was not sent within 0.2 s\n')
+    assert b'connection: close' in answer.lower()
+
+
 def test_a_delivery_without_the_secret_is_answered_without_reading_its_body(gitlab, tmp_path):
     head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: not-it\r\nContent-Length: {100 * MAX_BODY}\r\n\r\n'
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
