@@ -22,8 +22,8 @@ import socket
 import sys
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -215,24 +215,23 @@ def _ignored(reason: str) -> Reply:
     return Reply(200, f'ignored: {reason}')
 
 
-def _runs(runners: tuple[str, ...], plays: Mapping[str, int], jobs: Mapping[str, PipelineJob]
+def _runs(runners: tuple[str, ...], asked: Collection[str], jobs: Mapping[str, PipelineJob]
           ) -> list[tuple[str, PipelineJob]] | None:
     """The jobs of a pipeline (`jobs`, by runner class) that run a note for `runners` (none: every class), leaving out
-    those `plays` says were run for it already; None where one of them cannot be run (it ran for something else).
+    the classes `asked` holds, whose job was asked to run for it already; None where one of them does not wait to be
+    run.
 
     Raises:
         Unplayable: the pipeline has no job for a class the note names, or none at all.
     """
-    wanted = runners or tuple(jobs)
+    wanted = [runner for runner in runners or tuple(jobs) if runner not in asked]
     missing = [runner for runner in wanted if runner not in jobs]
-    if not wanted or missing:
+    if not (runners or jobs) or missing:
         have = ', '.join(job.name for job in jobs.values()) or 'none'
         raise Unplayable(f"the merge request's pipeline has no job {JOB_PREFIX}{missing[0] if missing else '*'} (it "
                          f'has {have}): include templates/mrbot/template.yml with a job for each runner class')
-    # a job asked to run for this note, and no longer waiting, ran for it: the answer to that request may have been lost
-    left = [(runner, jobs[runner]) for runner in wanted
-            if not (plays.get(runner) == jobs[runner].id and jobs[runner].status != 'manual')]
-    return None if any(job.status != 'manual' for _, job in left) else left
+    return None if any(jobs[runner].status != 'manual' for runner in wanted) else [(runner, jobs[runner])
+                                                                                  for runner in wanted]
 
 
 class Receiver:
@@ -418,8 +417,14 @@ class Receiver:
             raise Unplayable(f'!{number} comes from the fork {pull.head_repo or "(deleted)"}, whose pipeline would run '
                              "its own .gitlab-ci.yml with this project's variables: a maintainer reviews its changes "
                              "and runs its pipeline from GitLab's merge request page")
-        head = await asyncio.to_thread(forge.head_pipeline, number, pull.head_sha)
-        runs = None if head is None else _runs(event.runners, pending.plays, await self._jobs(forge, head.id))
+        # a class whose job was asked for this note keeps that job, in whatever pipeline: it ran, or it is run again
+        again = [(runner, job) for runner, job in pending.plays.items()
+                 if await asyncio.to_thread(forge.job_status, job) == 'manual']
+        runs: list[tuple[str, PipelineJob]] | None = []
+        # every job of a try is recorded before any is run, so the classes of a note naming none are those of its first
+        if (not event.runners and not pending.plays) or any(runner not in pending.plays for runner in event.runners):
+            head = await asyncio.to_thread(forge.head_pipeline, number, pull.head_sha)
+            runs = None if head is None else _runs(event.runners, pending.plays, await self._jobs(forge, head.id))
         if runs is None:
             # a manual job runs once: GitLab refuses to run one that ran, and a retry would keep the variables of
             # its first run, so a new pipeline of the head brings jobs waiting to be run (docs/decisions.md)
@@ -433,16 +438,21 @@ class Receiver:
                 raise Unplayable(f'the jobs of the new pipeline {made.id} do not wait to be run')
         for runner, job in runs:
             self._inbox.playing(event.note, runner, job.id)
-            await asyncio.to_thread(forge.play_job, job.id, {NOTE_VARIABLE: str(event.note)})
-        return Outcome('played', ', '.join(f'{job.name} (job {job.id})' for _, job in runs) or 'its jobs ran already')
+        for job in [job for _, job in again] + [job.id for _, job in runs]:
+            await asyncio.to_thread(forge.play_job, job, {NOTE_VARIABLE: str(event.note)})
+        played = [f'{JOB_PREFIX}{runner} (job {job})' for runner, job in again] + [f'{job.name} (job {job.id})'
+                                                                                    for _, job in runs]
+        return Outcome('played', ', '.join(played) or 'its jobs ran already')
 
     async def _jobs(self, forge: GitLab, pipeline: int) -> dict[str, PipelineJob]:
-        """The `mrbot-bench-<class>` jobs of `pipeline` by class, once GitLab has made them."""
+        """The `mrbot-bench-<class>` jobs of `pipeline` by class, once GitLab has made them; one asked to run for any
+        note is 'asked', whatever GitLab says: a waiting job another note's earlier try asked for is that note's."""
         for _ in range(SETTLE_TRIES):
             listed = await asyncio.to_thread(forge.pipeline_jobs, pipeline)
             jobs = {job.name.removeprefix(JOB_PREFIX): job for job in listed if job.name.startswith(JOB_PREFIX)}
             if all(job.status != 'created' for job in jobs.values()):
-                return jobs
+                asked = self._inbox.asked(job.id for job in jobs.values())
+                return {runner: replace(job, status='asked') if job.id in asked else job for runner, job in jobs.items()}
             await asyncio.sleep(self._settings.settle_s)
         raise MrbotError(f'GitLab: the jobs of pipeline {pipeline} are still being created')
 

@@ -156,6 +156,13 @@ class GitLab:
         self._session.mount('http://', adapter)
         self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=self._session, per_page=100)
         self._project = self._gitlab.projects.get(project, lazy=True)
+        # a POST that makes something may have made it whatever came back: sent again only where it never left
+        once = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff))
+        session = requests.Session()
+        session.mount('https://', once)
+        session.mount('http://', once)
+        self._project_once = gitlab.Gitlab(self._server_url, private_token=token, session=session).projects.get(
+            project, lazy=True)
 
     @contextmanager
     def _doing(self, doing: str, needs: str) -> Iterator[None]:
@@ -265,15 +272,20 @@ class GitLab:
 
     def create_merge_request_pipeline(self, number: int) -> Pipeline:
         """A new pipeline of merge request `number`: of its head, or of its merged result where the project runs
-        merged-results pipelines."""
+        merged-results pipelines. The request is not sent again after an answer: a 502 may come after GitLab made it."""
         with self._doing(f'starting a pipeline of merge request !{number} of {self.project}', _WRITE):
-            return _pipeline(self._project.mergerequests.get(number, lazy=True).pipelines.create())
+            return _pipeline(self._project_once.mergerequests.get(number, lazy=True).pipelines.create())
 
     def pipeline_jobs(self, pipeline: int) -> list[PipelineJob]:
         """The jobs of pipeline `pipeline`, each in its latest try."""
         with self._doing(f'reading the jobs of pipeline {pipeline} of {self.project}', _READ):
             jobs = self._project.pipelines.get(pipeline, lazy=True).jobs.list(get_all=True)
             return [PipelineJob(int(job.id), str(job.name), str(job.status)) for job in jobs]
+
+    def job_status(self, job: int) -> str:
+        """The status of job `job` in its latest try: 'manual' while it waits to be run."""
+        with self._doing(f'reading job {job} of {self.project}', _READ):
+            return str(self._project.jobs.get(job).status)
 
     def play_job(self, job: int, variables: Mapping[str, str]) -> None:
         """Run the manual job `job` with `variables` set. GitLab runs a job only while it waits to be run: one that

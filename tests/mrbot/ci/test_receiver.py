@@ -25,7 +25,7 @@ from tests.mrbot.ci.serving import (
     serving,
     settings,
 )
-from tests.mrbot.forges.fakeforge import RESET, FakeGitLab
+from tests.mrbot.forges.fakeforge import RESET, FakeGitLab, created_at
 
 ON_HOPPER = '/bench chunk_kda --on hopper'
 
@@ -234,6 +234,55 @@ def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(
         assert served.note_state(note) == ('played', 'its jobs ran already')
     assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
     assert gitlab.count('POST', '/play') == 2 and list(gitlab.pipelines) == [100]
+
+
+def test_a_job_whose_answer_was_lost_is_the_notes_one_job_of_its_class_after_a_push_and_a_new_pipeline(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    hopper = _jobs(gitlab, 100)['mrbot-bench-hopper']
+
+    def push() -> None:
+        gitlab.push(1, 'b' * 40, created_at(5))
+        gitlab.start_pipeline(1)
+
+    # GitLab starts the job and a proxy answers 502; before the next try the author pushes and GitLab makes the new
+    # head's pipeline, whose hopper job waits
+    gitlab.fail('POST', '/play', 502, done=True)
+    gitlab.after('POST', '/play', push)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note) == ('played', 'its jobs ran already')
+    assert _played(gitlab) == [(hopper, str(note))]
+
+
+def test_a_job_another_note_asked_for_is_left_to_it_and_each_note_runs_each_class_once(gitlab, tmp_path):
+    every, hopper_only = gitlab.add_note(1, '/test tests/ops'), gitlab.add_note(1, ON_HOPPER)
+    blackwell = _jobs(gitlab, 100)['mrbot-bench-blackwell']
+    gitlab.fail('POST', f'/jobs/{blackwell}/play', 503, times=2)
+    # the first note's tries are a second or more apart, and the second note is played in between
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', backoff_s=2.0, workers=2)) as served:
+        deliver(served.port, note_event(every, '/test tests/ops'))
+        eventually(lambda: gitlab.count('POST', f'/jobs/{blackwell}/play') == 2, "the first note's first try to fail")
+        deliver(served.port, note_event(hopper_only, ON_HOPPER))
+        eventually(lambda: all(served.note_state(n)[0] != 'pending' for n in (every, hopper_only)), 'both settled')
+    runs = sorted((gitlab.pipeline_jobs[job]['name'], note) for job, note in _played(gitlab))
+    assert runs == [('mrbot-bench-blackwell', str(every)), ('mrbot-bench-hopper', str(every)),
+                    ('mrbot-bench-hopper', str(hopper_only))]
+
+
+def test_a_pipeline_whose_answer_was_lost_is_not_made_again(gitlab, tmp_path):
+    first, second = gitlab.add_note(1, ON_HOPPER), gitlab.add_note(1, ON_HOPPER)
+    # GitLab makes the pipeline and a proxy answers 502: sending the request again would make another
+    gitlab.fail('POST', '/merge_requests/1/pipelines', 502, done=True)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(first, ON_HOPPER))
+        eventually(lambda: served.note_state(first)[0] == 'played', 'the first note to run')
+        deliver(served.port, note_event(second, ON_HOPPER))
+        eventually(lambda: served.note_state(second)[0] != 'pending', 'the second note to be settled')
+        assert served.note_state(second)[0] == 'played'
+    assert list(gitlab.pipelines) == [100, 101] and gitlab.count('POST', '/merge_requests/1/pipelines') == 1
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(first)),
+                               (_jobs(gitlab, 101)['mrbot-bench-hopper'], str(second))]
 
 
 def test_a_note_for_two_classes_whose_second_job_gitlab_refuses_runs_the_first_once_and_says_so(gitlab, tmp_path):
