@@ -6,14 +6,19 @@ other delivery is answered, GitLab failing or not."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import urllib3.util.retry
 
 from mrbot.ci import receiver
 from mrbot.ci.receiver import MAX_BODY, PATH
 from mrbot.cli import main
+from mrbot.forges import MAX_BACKOFF, connect
+from mrbot.forges import gitlab as forges_gitlab
 from tests.mrbot.ci.receiver_load import run_load
 from tests.mrbot.ci.serving import (
     BOT_ID,
@@ -25,7 +30,7 @@ from tests.mrbot.ci.serving import (
     serving,
     settings,
 )
-from tests.mrbot.forges.fakeforge import RESET, FakeGitLab, created_at
+from tests.mrbot.forges.fakeforge import BACKOFF, PROJECT_TOKEN, RESET, FakeGitLab, created_at
 
 ON_HOPPER = '/bench chunk_kda --on hopper'
 
@@ -221,6 +226,27 @@ def test_a_gitlab_failing_for_a_while_delays_the_note_and_runs_its_job_once(gitl
         assert served.note_state(note)[0] == 'played'
     assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
     assert gitlab.count('POST', '/play') == 3 and list(gitlab.pipelines) == [100]
+
+
+def test_a_gitlab_asking_for_a_days_pause_is_asked_again_within_the_longest_pause(gitlab, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, 'time', SimpleNamespace(sleep=slept.append, time=time.time))
+    gitlab.fail('GET', '/merge_requests/1', 429, headers={'Retry-After': '86400'})
+    forge = connect('gitlab', gitlab.project, url=gitlab.url, token=PROJECT_TOKEN, environ={}, retries=1, backoff=BACKOFF)
+    assert forge.get_pull(1).number == 1
+    assert slept == [MAX_BACKOFF] and gitlab.count('GET', '/merge_requests/1') == 2
+
+
+def test_a_gitlab_that_does_not_answer_is_asked_again(gitlab, monkeypatch):
+    monkeypatch.setattr(forges_gitlab, 'REQUEST_TIMEOUT_S', 0.2)
+    released = threading.Event()
+    gitlab.after('GET', '/merge_requests/1', released.wait)
+    forge = connect('gitlab', gitlab.project, url=gitlab.url, token=PROJECT_TOKEN, environ={}, retries=1, backoff=BACKOFF)
+    try:
+        assert forge.get_pull(1).number == 1
+    finally:
+        released.set()
+    assert gitlab.count('GET', '/merge_requests/1') == 2
 
 
 def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(gitlab, tmp_path):
