@@ -325,11 +325,15 @@ class Receiver:
         # a start is the next try of every note left pending, whenever its turn would have come
         now = math.inf
         while True:
-            room = max((self._queue.maxsize + 1) // 2 - self._queue.qsize(), 0)
-            for note in self._inbox.due(now, room + len(self._queued)):
-                if room and note not in self._queued:
-                    self._enqueue(note)
-                    room -= 1
+            try:
+                room = max((self._queue.maxsize + 1) // 2 - self._queue.qsize(), 0)
+                for note in self._inbox.due(now, room + len(self._queued)):
+                    if room and note not in self._queued:
+                        self._enqueue(note)
+                        room -= 1
+            except Exception as error:  # noqa: BLE001 - a state file failing for a while must not end the sweeps
+                _log(f'sweep: internal error: {type(error).__name__}: {error}; sweeping again in '
+                     f'{self._settings.sweep_s:g} s')
             await asyncio.sleep(self._settings.sweep_s)
             now = time.time()
 
@@ -339,11 +343,22 @@ class Receiver:
             try:
                 await self._serve(forge, note)
             except Exception as error:  # noqa: BLE001 - a bug met on one note must not stop the worker for the rest
-                reason = f'internal error: {type(error).__name__}: {error}'
-                self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
-                _log(f'note {note}: {reason}; trying again in {LATER_S} s')
+                self._later(note, f'internal error: {type(error).__name__}: {error}')
+                # a state file that refuses writes refuses the next note too: give it a moment
+                await asyncio.sleep(self._settings.backoff_s)
             finally:
                 self._queued.discard(note)
+
+    def _later(self, note: int, reason: str) -> None:
+        """Leave note `note` pending, to be tried again in LATER_S, or at the next sweep where the state file refuses
+        even that."""
+        try:
+            self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
+        except Exception as error:  # noqa: BLE001 - the note is pending all the same, and the sweep finds it
+            _log(f'note {note}: {reason}; the state file refused its delay too ({type(error).__name__}: {error}); '
+                 'trying again at the next sweep')
+            return
+        _log(f'note {note}: {reason}; trying again in {LATER_S} s')
 
     async def _serve(self, forge: GitLab, note: int) -> None:
         """Play note `note`, trying again after a failing GitLab; answer on its merge request why it could not be

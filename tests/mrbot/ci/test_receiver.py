@@ -5,6 +5,7 @@ other delivery is answered, GitLab failing or not."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -369,6 +370,30 @@ def test_a_note_neither_played_nor_answered_for_a_day_is_given_up(gitlab, tmp_pa
         state, outcome = served.note_state(note)
     assert state == 'dropped' and outcome.startswith('given up a day after it came: GitLab: reading merge request !1')
     assert gitlab.plays == []
+
+
+def test_a_state_file_locked_for_a_while_delays_notes_and_loses_none(gitlab, tmp_path, capsys):
+    first, second = gitlab.add_note(1, ON_HOPPER), gitlab.add_note(1, ON_HOPPER)
+    state = tmp_path / 'notes.sqlite3'
+    released = threading.Event()
+    # the one worker is held in its first request to GitLab until the test lets it go
+    gitlab.after('GET', '/merge_requests/1', released.wait)
+    errors: list[str] = []
+    with serving(gitlab, settings(gitlab, state, workers=1)) as served:
+        assert deliver(served.port, note_event(first, ON_HOPPER)).status == 202
+        eventually(lambda: gitlab.count('GET', '/merge_requests/1'), 'the worker to take the first note')
+        # an operator's long write: the worker's writes of the first note, and of its delay, are refused
+        other = sqlite3.connect(state, isolation_level=None)
+        other.execute('BEGIN IMMEDIATE')
+        released.set()
+        eventually(lambda: errors.append(capsys.readouterr().err) or 'the state file refused its delay too' in
+                   ''.join(errors), 'the worker to meet the locked file', timeout=60)
+        other.execute('ROLLBACK')
+        other.close()
+        assert deliver(served.port, note_event(second, ON_HOPPER)).status == 202
+        eventually(lambda: all(served.note_state(n)[0] == 'played' for n in (first, second)), 'both notes to run')
+    assert sorted(note for _, note in _played(gitlab)) == [str(first), str(second)]
+    assert 'note 1: internal error: OperationalError: database is locked' in ''.join(errors)
 
 
 def test_a_full_queue_answers_429_and_keeps_nothing_of_what_it_refused(gitlab, tmp_path):
