@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS plays (
     job INTEGER NOT NULL,
     PRIMARY KEY (note, runner)
 );
+CREATE INDEX IF NOT EXISTS played_jobs ON plays (job);
 '''
 
 
@@ -117,8 +118,15 @@ class Inbox:
         return [row[0] for row in rows]
 
     def playing(self, note: int, runner: str, job: int) -> None:
-        """Record that job `job` is about to be asked to run for note `note` on `runner`."""
-        self._db.execute('INSERT OR REPLACE INTO plays (note, runner, job) VALUES (?, ?, ?)', (note, runner, job))
+        """Record that job `job` is about to be asked to run for note `note` on `runner`: the one job of that class for
+        the note, for good (a second is refused, sqlite3.IntegrityError)."""
+        self._db.execute('INSERT INTO plays (note, runner, job) VALUES (?, ?, ?)', (note, runner, job))
+
+    def asked(self, jobs: Iterable[int]) -> set[int]:
+        """Those of `jobs` that were asked to run for some note."""
+        wanted = list(jobs)
+        marks = ', '.join('?' * len(wanted))
+        return {row[0] for row in self._db.execute(f'SELECT job FROM plays WHERE job IN ({marks})', wanted)}
 
     def settle(self, note: int, state: str, outcome: str) -> None:
         """Note `note` is done with: `state` is played, dropped or answered, and `outcome` says how in one line."""

@@ -22,8 +22,8 @@ import socket
 import sys
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ GIVE_UP_S = 86_400
 SETTLE_TRIES = 10
 # The connections served at once; uvicorn answers 503 to more.
 CONNECTIONS = 128
+# How long an idle kept-alive connection holds one of those places after its last answer.
+KEEP_ALIVE_S = 5
 ENVIRONMENT = f'''\
 environment:
   MRBOT_WEBHOOK_SECRET    the webhook's secret token, which GitLab sends as X-Gitlab-Token (required; 16 or more
@@ -80,7 +82,7 @@ _SECRET = re.compile(r'[\x21-\x7e]{16,}')
 class Settings:
     """How the receiver runs; `read_settings` takes them from the environment. `attempts` tries of a note, paused
     `backoff_s` doubling (with jitter) between them; the jobs of a new pipeline are listed `settle_s` apart; pending
-    notes whose turn has come are queued every `sweep_s`."""
+    notes whose turn has come are queued every `sweep_s`; a delivery's body not read within `body_s` is answered 408."""
 
     secret: bytes
     project: str
@@ -95,6 +97,7 @@ class Settings:
     backoff_s: float = 2.0
     settle_s: float = 1.0
     sweep_s: float = 60.0
+    body_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -212,24 +215,23 @@ def _ignored(reason: str) -> Reply:
     return Reply(200, f'ignored: {reason}')
 
 
-def _runs(runners: tuple[str, ...], plays: Mapping[str, int], jobs: Mapping[str, PipelineJob]
+def _runs(runners: tuple[str, ...], asked: Collection[str], jobs: Mapping[str, PipelineJob]
           ) -> list[tuple[str, PipelineJob]] | None:
     """The jobs of a pipeline (`jobs`, by runner class) that run a note for `runners` (none: every class), leaving out
-    those `plays` says were run for it already; None where one of them cannot be run (it ran for something else).
+    the classes `asked` holds, whose job was asked to run for it already; None where one of them does not wait to be
+    run.
 
     Raises:
         Unplayable: the pipeline has no job for a class the note names, or none at all.
     """
-    wanted = runners or tuple(jobs)
+    wanted = [runner for runner in runners or tuple(jobs) if runner not in asked]
     missing = [runner for runner in wanted if runner not in jobs]
-    if not wanted or missing:
+    if not (runners or jobs) or missing:
         have = ', '.join(job.name for job in jobs.values()) or 'none'
         raise Unplayable(f"the merge request's pipeline has no job {JOB_PREFIX}{missing[0] if missing else '*'} (it "
                          f'has {have}): include templates/mrbot/template.yml with a job for each runner class')
-    # a job asked to run for this note, and no longer waiting, ran for it: the answer to that request may have been lost
-    left = [(runner, jobs[runner]) for runner in wanted
-            if not (plays.get(runner) == jobs[runner].id and jobs[runner].status != 'manual')]
-    return None if any(job.status != 'manual' for _, job in left) else left
+    return None if any(jobs[runner].status != 'manual' for runner in wanted) else [(runner, jobs[runner])
+                                                                                  for runner in wanted]
 
 
 class Receiver:
@@ -289,7 +291,12 @@ class Receiver:
         if headers.get(b'x-gitlab-event') != NOTE_HOOK:
             return Reply(200, 'ignored: event', unread=True)
         declared = headers.get(b'content-length', b'0')
-        body = None if declared.isdigit() and int(declared) > MAX_BODY else await _read(receive)
+        try:
+            # a sender trickling its body would hold the connection, and one of CONNECTIONS, for ever
+            body = None if declared.isdigit() and int(declared) > MAX_BODY else await asyncio.wait_for(
+                _read(receive), self._settings.body_s)
+        except asyncio.TimeoutError:
+            return Reply(408, f'timeout: the body was not sent within {self._settings.body_s:g} s', unread=True)
         if body is None:
             return Reply(413, f'too large: a delivery is read up to {MAX_BODY} bytes', unread=True)
         try:
@@ -318,11 +325,15 @@ class Receiver:
         # a start is the next try of every note left pending, whenever its turn would have come
         now = math.inf
         while True:
-            room = max((self._queue.maxsize + 1) // 2 - self._queue.qsize(), 0)
-            for note in self._inbox.due(now, room + len(self._queued)):
-                if room and note not in self._queued:
-                    self._enqueue(note)
-                    room -= 1
+            try:
+                room = max((self._queue.maxsize + 1) // 2 - self._queue.qsize(), 0)
+                for note in self._inbox.due(now, room + len(self._queued)):
+                    if room and note not in self._queued:
+                        self._enqueue(note)
+                        room -= 1
+            except Exception as error:  # noqa: BLE001 - a state file failing for a while must not end the sweeps
+                _log(f'sweep: internal error: {type(error).__name__}: {error}; sweeping again in '
+                     f'{self._settings.sweep_s:g} s')
             await asyncio.sleep(self._settings.sweep_s)
             now = time.time()
 
@@ -332,11 +343,22 @@ class Receiver:
             try:
                 await self._serve(forge, note)
             except Exception as error:  # noqa: BLE001 - a bug met on one note must not stop the worker for the rest
-                reason = f'internal error: {type(error).__name__}: {error}'
-                self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
-                _log(f'note {note}: {reason}; trying again in {LATER_S} s')
+                self._later(note, f'internal error: {type(error).__name__}: {error}')
+                # a state file that refuses writes refuses the next note too: give it a moment
+                await asyncio.sleep(self._settings.backoff_s)
             finally:
                 self._queued.discard(note)
+
+    def _later(self, note: int, reason: str) -> None:
+        """Leave note `note` pending, to be tried again in LATER_S, or at the next sweep where the state file refuses
+        even that."""
+        try:
+            self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
+        except Exception as error:  # noqa: BLE001 - the note is pending all the same, and the sweep finds it
+            _log(f'note {note}: {reason}; the state file refused its delay too ({type(error).__name__}: {error}); '
+                 'trying again at the next sweep')
+            return
+        _log(f'note {note}: {reason}; trying again in {LATER_S} s')
 
     async def _serve(self, forge: GitLab, note: int) -> None:
         """Play note `note`, trying again after a failing GitLab; answer on its merge request why it could not be
@@ -405,8 +427,19 @@ class Receiver:
         # the job checks the role again; this spares the GPU runners the notes of strangers
         if permission not in commands.WRITE_PERMISSIONS:
             return Outcome('dropped', f'{event.author} has {permission} access, below Developer')
-        head = await asyncio.to_thread(forge.head_pipeline, number, pull.head_sha)
-        runs = None if head is None else _runs(event.runners, pending.plays, await self._jobs(forge, head.id))
+        # GitLab runs a fork's merge request pipeline in this project with its secrets and the fork's .gitlab-ci.yml
+        if pull.head_repo != forge.project:
+            raise Unplayable(f'!{number} comes from the fork {pull.head_repo or "(deleted)"}, whose pipeline would run '
+                             "its own .gitlab-ci.yml with this project's variables: a maintainer reviews its changes "
+                             "and runs its pipeline from GitLab's merge request page")
+        # a class whose job was asked for this note keeps that job, in whatever pipeline: it ran, or it is run again
+        again = [(runner, job) for runner, job in pending.plays.items()
+                 if await asyncio.to_thread(forge.job_status, job) == 'manual']
+        runs: list[tuple[str, PipelineJob]] | None = []
+        # every job of a try is recorded before any is run, so the classes of a note naming none are those of its first
+        if (not event.runners and not pending.plays) or any(runner not in pending.plays for runner in event.runners):
+            head = await asyncio.to_thread(forge.head_pipeline, number, pull.head_sha)
+            runs = None if head is None else _runs(event.runners, pending.plays, await self._jobs(forge, head.id))
         if runs is None:
             # a manual job runs once: GitLab refuses to run one that ran, and a retry would keep the variables of
             # its first run, so a new pipeline of the head brings jobs waiting to be run (docs/decisions.md)
@@ -420,16 +453,21 @@ class Receiver:
                 raise Unplayable(f'the jobs of the new pipeline {made.id} do not wait to be run')
         for runner, job in runs:
             self._inbox.playing(event.note, runner, job.id)
-            await asyncio.to_thread(forge.play_job, job.id, {NOTE_VARIABLE: str(event.note)})
-        return Outcome('played', ', '.join(f'{job.name} (job {job.id})' for _, job in runs) or 'its jobs ran already')
+        for job in [job for _, job in again] + [job.id for _, job in runs]:
+            await asyncio.to_thread(forge.play_job, job, {NOTE_VARIABLE: str(event.note)})
+        played = [f'{JOB_PREFIX}{runner} (job {job})' for runner, job in again] + [f'{job.name} (job {job.id})'
+                                                                                    for _, job in runs]
+        return Outcome('played', ', '.join(played) or 'its jobs ran already')
 
     async def _jobs(self, forge: GitLab, pipeline: int) -> dict[str, PipelineJob]:
-        """The `mrbot-bench-<class>` jobs of `pipeline` by class, once GitLab has made them."""
+        """The `mrbot-bench-<class>` jobs of `pipeline` by class, once GitLab has made them; one asked to run for any
+        note is 'asked', whatever GitLab says: a waiting job another note's earlier try asked for is that note's."""
         for _ in range(SETTLE_TRIES):
             listed = await asyncio.to_thread(forge.pipeline_jobs, pipeline)
             jobs = {job.name.removeprefix(JOB_PREFIX): job for job in listed if job.name.startswith(JOB_PREFIX)}
             if all(job.status != 'created' for job in jobs.values()):
-                return jobs
+                asked = self._inbox.asked(job.id for job in jobs.values())
+                return {runner: replace(job, status='asked') if job.id in asked else job for runner, job in jobs.items()}
             await asyncio.sleep(self._settings.settle_s)
         raise MrbotError(f'GitLab: the jobs of pipeline {pipeline} are still being created')
 
@@ -492,7 +530,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
         receiver = Receiver(settings, inbox, lambda: connect('gitlab', settings.project, url=settings.gitlab_url,
                                                              token=settings.token, environ={}, retries=2))
         server = uvicorn.Server(uvicorn.Config(receiver, lifespan='on', limit_concurrency=CONNECTIONS,
-                                               server_header=False, proxy_headers=False))
+                                               timeout_keep_alive=KEEP_ALIVE_S, server_header=False, proxy_headers=False))
         _log(f'serving the notes of {settings.project} at http://{settings.host}:{settings.port}{PATH}')
         server.run(sockets=[listener])
     except KeyboardInterrupt:

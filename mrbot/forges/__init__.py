@@ -190,12 +190,17 @@ class ForgeRetry(Retry):
     """urllib3's Retry, waiting `backoff_factor * 2**attempt` seconds (at most `backoff_max`) from the first retry on.
 
     urllib3 retries the first time without waiting; a forge that just answered 502 or 429 deserves a pause. A
-    Retry-After header still wins, as in urllib3.
+    Retry-After header still wins, as in urllib3, up to `backoff_max`.
     """
 
     def get_backoff_time(self) -> float:
         attempt = len(self.history) - 1
         return 0.0 if attempt < 0 else min(self.backoff_max, self.backoff_factor * 2 ** attempt)
+
+    def get_retry_after(self, response: object) -> float | None:
+        seconds = super().get_retry_after(response)
+        # a Retry-After of a day would hold the request, and whoever waits on it, for that day
+        return None if seconds is None else min(seconds, self.backoff_max)
 
 
 def retry_policy(retry_class: type[ForgeRetry], retries: int, backoff: float, **settings: object) -> ForgeRetry:

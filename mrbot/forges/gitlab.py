@@ -50,6 +50,9 @@ from mrbot.forges import (
 BODY_LIMIT = 1_000_000
 # The characters a commit status's description holds.
 DESCRIPTION_LIMIT = 255
+# Seconds a request waits for GitLab to connect, and then between bytes of its answer: one that never answers
+# must not hold its caller (a receiver's worker) for good.
+REQUEST_TIMEOUT_S = 30.0
 # Access levels from the top: Owner 50, Maintainer 40, Developer 30, Reporter 20, Planner 15 and Guest 10 read;
 # Minimal Access (5) cannot see the code, like a non-member.
 _ROLES = ((50, 'admin'), (40, 'maintain'), (30, 'write'), (10, 'read'))
@@ -154,8 +157,18 @@ class GitLab:
         self._session = requests.Session()
         self._session.mount('https://', adapter)
         self._session.mount('http://', adapter)
-        self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=self._session, per_page=100)
+        self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=self._session, per_page=100,
+                                     timeout=REQUEST_TIMEOUT_S)
         self._project = self._gitlab.projects.get(project, lazy=True)
+        # a POST that makes something may have made it whatever came back: sent again only after a 429, or where it
+        # never left
+        once = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff, allowed_methods=None).new(
+            status_forcelist=[429], read=0))
+        session = requests.Session()
+        session.mount('https://', once)
+        session.mount('http://', once)
+        self._project_once = gitlab.Gitlab(self._server_url, private_token=token, session=session,
+                                           timeout=REQUEST_TIMEOUT_S).projects.get(project, lazy=True)
 
     @contextmanager
     def _doing(self, doing: str, needs: str) -> Iterator[None]:
@@ -218,7 +231,7 @@ class GitLab:
         """The CI job `job_token` (its CI_JOB_TOKEN) belongs to, as GitLab records it: whoever runs a job may set its
         variables, GITLAB_USER_LOGIN and CI_MERGE_REQUEST_IID included, but not what GitLab answers about it."""
         doing = f'reading the running job of {self.project} with CI_JOB_TOKEN'
-        client = gitlab.Gitlab(self._server_url, job_token=job_token, session=self._session)
+        client = gitlab.Gitlab(self._server_url, job_token=job_token, session=self._session, timeout=REQUEST_TIMEOUT_S)
         try:
             job = client.http_get('/job')
         except GitlabError as error:
@@ -265,15 +278,20 @@ class GitLab:
 
     def create_merge_request_pipeline(self, number: int) -> Pipeline:
         """A new pipeline of merge request `number`: of its head, or of its merged result where the project runs
-        merged-results pipelines."""
+        merged-results pipelines. The request is not sent again after an answer: a 502 may come after GitLab made it."""
         with self._doing(f'starting a pipeline of merge request !{number} of {self.project}', _WRITE):
-            return _pipeline(self._project.mergerequests.get(number, lazy=True).pipelines.create())
+            return _pipeline(self._project_once.mergerequests.get(number, lazy=True).pipelines.create())
 
     def pipeline_jobs(self, pipeline: int) -> list[PipelineJob]:
         """The jobs of pipeline `pipeline`, each in its latest try."""
         with self._doing(f'reading the jobs of pipeline {pipeline} of {self.project}', _READ):
             jobs = self._project.pipelines.get(pipeline, lazy=True).jobs.list(get_all=True)
             return [PipelineJob(int(job.id), str(job.name), str(job.status)) for job in jobs]
+
+    def job_status(self, job: int) -> str:
+        """The status of job `job` in its latest try: 'manual' while it waits to be run."""
+        with self._doing(f'reading job {job} of {self.project}', _READ):
+            return str(self._project.jobs.get(job).status)
 
     def play_job(self, job: int, variables: Mapping[str, str]) -> None:
         """Run the manual job `job` with `variables` set. GitLab runs a job only while it waits to be run: one that

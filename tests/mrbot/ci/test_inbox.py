@@ -50,3 +50,12 @@ def test_a_file_of_another_version_or_no_database_is_refused_in_one_line(tmp_pat
     with pytest.raises(MrbotError, match=r'notes.txt: cannot keep the notes there \(file is not a database\); name a '
                                          'writable file$'):
         Inbox(text)
+
+
+def test_a_class_keeps_the_first_job_asked_for_a_note(tmp_path):
+    inbox = Inbox(tmp_path / 'notes.sqlite3')
+    inbox.add(EVENT)
+    inbox.playing(12, 'hopper', 5001)
+    with pytest.raises(sqlite3.IntegrityError):
+        inbox.playing(12, 'hopper', 5002)
+    assert dict(inbox.pending(12).plays) == {'hopper': 5001} and inbox.asked([5001, 5002]) == {5001}

@@ -5,15 +5,21 @@ other delivery is answered, GitLab failing or not."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import urllib3.util.retry
 
 from mrbot.ci import receiver
 from mrbot.ci.receiver import MAX_BODY, PATH
 from mrbot.cli import main
+from mrbot.forges import MAX_BACKOFF, connect
+from mrbot.forges import gitlab as forges_gitlab
 from tests.mrbot.ci.receiver_load import run_load
 from tests.mrbot.ci.serving import (
     BOT_ID,
@@ -25,7 +31,7 @@ from tests.mrbot.ci.serving import (
     serving,
     settings,
 )
-from tests.mrbot.forges.fakeforge import RESET, FakeGitLab
+from tests.mrbot.forges.fakeforge import BACKOFF, PROJECT_TOKEN, RESET, FakeGitLab, created_at
 
 ON_HOPPER = '/bench chunk_kda --on hopper'
 
@@ -131,6 +137,17 @@ def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, 
                                                                          b'bytes\n')
 
 
+def test_a_body_not_sent_in_time_is_408_and_its_connection_closed(gitlab, tmp_path):
+    head = (f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: {SECRET}\r\nX-Gitlab-Event: Note Hook\r\n'
+            'Content-Length: 100\r\n\r\n')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', body_s=0.2)) as served:
+        # 10 of the 100 bytes it declares, and then nothing: the answer comes, and the connection ends, without them
+        answer = raw_exchange(served.port, head.encode(), [b'{"object_'])
+        assert deliver(served.port, note_event(gitlab.add_note(1, ON_HOPPER), ON_HOPPER)).status == 202
+    assert answer.startswith(b'HTTP/1.1 408 ') and answer.endswith(b'timeout: the body was not sent within 0.2 s\n')
+    assert b'connection: close' in answer.lower()
+
+
 def test_a_delivery_without_the_secret_is_answered_without_reading_its_body(gitlab, tmp_path):
     head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: not-it\r\nContent-Length: {100 * MAX_BODY}\r\n\r\n'
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
@@ -212,6 +229,27 @@ def test_a_gitlab_failing_for_a_while_delays_the_note_and_runs_its_job_once(gitl
     assert gitlab.count('POST', '/play') == 3 and list(gitlab.pipelines) == [100]
 
 
+def test_a_gitlab_asking_for_a_days_pause_is_asked_again_within_the_longest_pause(gitlab, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, 'time', SimpleNamespace(sleep=slept.append, time=time.time))
+    gitlab.fail('GET', '/merge_requests/1', 429, headers={'Retry-After': '86400'})
+    forge = connect('gitlab', gitlab.project, url=gitlab.url, token=PROJECT_TOKEN, environ={}, retries=1, backoff=BACKOFF)
+    assert forge.get_pull(1).number == 1
+    assert slept == [MAX_BACKOFF] and gitlab.count('GET', '/merge_requests/1') == 2
+
+
+def test_a_gitlab_that_does_not_answer_is_asked_again(gitlab, monkeypatch):
+    monkeypatch.setattr(forges_gitlab, 'REQUEST_TIMEOUT_S', 0.2)
+    released = threading.Event()
+    gitlab.after('GET', '/merge_requests/1', released.wait)
+    forge = connect('gitlab', gitlab.project, url=gitlab.url, token=PROJECT_TOKEN, environ={}, retries=1, backoff=BACKOFF)
+    try:
+        assert forge.get_pull(1).number == 1
+    finally:
+        released.set()
+    assert gitlab.count('GET', '/merge_requests/1') == 2
+
+
 def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(gitlab, tmp_path):
     note = gitlab.add_note(1, ON_HOPPER)
     # GitLab starts the job and the connection drops before its answer: the adapter's own retry is refused, the job
@@ -223,6 +261,55 @@ def test_a_job_whose_run_gitlab_took_but_whose_answer_was_lost_is_not_run_again(
         assert served.note_state(note) == ('played', 'its jobs ran already')
     assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
     assert gitlab.count('POST', '/play') == 2 and list(gitlab.pipelines) == [100]
+
+
+def test_a_job_whose_answer_was_lost_is_the_notes_one_job_of_its_class_after_a_push_and_a_new_pipeline(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    hopper = _jobs(gitlab, 100)['mrbot-bench-hopper']
+
+    def push() -> None:
+        gitlab.push(1, 'b' * 40, created_at(5))
+        gitlab.start_pipeline(1)
+
+    # GitLab starts the job and a proxy answers 502; before the next try the author pushes and GitLab makes the new
+    # head's pipeline, whose hopper job waits
+    gitlab.fail('POST', '/play', 502, done=True)
+    gitlab.after('POST', '/play', push)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note) == ('played', 'its jobs ran already')
+    assert _played(gitlab) == [(hopper, str(note))]
+
+
+def test_a_job_another_note_asked_for_is_left_to_it_and_each_note_runs_each_class_once(gitlab, tmp_path):
+    every, hopper_only = gitlab.add_note(1, '/test tests/ops'), gitlab.add_note(1, ON_HOPPER)
+    blackwell = _jobs(gitlab, 100)['mrbot-bench-blackwell']
+    gitlab.fail('POST', f'/jobs/{blackwell}/play', 503, times=2)
+    # the first note's tries are a second or more apart, and the second note is played in between
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', backoff_s=2.0, workers=2)) as served:
+        deliver(served.port, note_event(every, '/test tests/ops'))
+        eventually(lambda: gitlab.count('POST', f'/jobs/{blackwell}/play') == 2, "the first note's first try to fail")
+        deliver(served.port, note_event(hopper_only, ON_HOPPER))
+        eventually(lambda: all(served.note_state(n)[0] != 'pending' for n in (every, hopper_only)), 'both settled')
+    runs = sorted((gitlab.pipeline_jobs[job]['name'], note) for job, note in _played(gitlab))
+    assert runs == [('mrbot-bench-blackwell', str(every)), ('mrbot-bench-hopper', str(every)),
+                    ('mrbot-bench-hopper', str(hopper_only))]
+
+
+def test_a_pipeline_whose_answer_was_lost_is_not_made_again(gitlab, tmp_path):
+    first, second = gitlab.add_note(1, ON_HOPPER), gitlab.add_note(1, ON_HOPPER)
+    # GitLab makes the pipeline and a proxy answers 502: sending the request again would make another
+    gitlab.fail('POST', '/merge_requests/1/pipelines', 502, done=True)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(first, ON_HOPPER))
+        eventually(lambda: served.note_state(first)[0] == 'played', 'the first note to run')
+        deliver(served.port, note_event(second, ON_HOPPER))
+        eventually(lambda: served.note_state(second)[0] != 'pending', 'the second note to be settled')
+        assert served.note_state(second)[0] == 'played'
+    assert list(gitlab.pipelines) == [100, 101] and gitlab.count('POST', '/merge_requests/1/pipelines') == 1
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(first)),
+                               (_jobs(gitlab, 101)['mrbot-bench-hopper'], str(second))]
 
 
 def test_a_note_for_two_classes_whose_second_job_gitlab_refuses_runs_the_first_once_and_says_so(gitlab, tmp_path):
@@ -285,6 +372,30 @@ def test_a_note_neither_played_nor_answered_for_a_day_is_given_up(gitlab, tmp_pa
     assert gitlab.plays == []
 
 
+def test_a_state_file_locked_for_a_while_delays_notes_and_loses_none(gitlab, tmp_path, capsys):
+    first, second = gitlab.add_note(1, ON_HOPPER), gitlab.add_note(1, ON_HOPPER)
+    state = tmp_path / 'notes.sqlite3'
+    released = threading.Event()
+    # the one worker is held in its first request to GitLab until the test lets it go
+    gitlab.after('GET', '/merge_requests/1', released.wait)
+    errors: list[str] = []
+    with serving(gitlab, settings(gitlab, state, workers=1)) as served:
+        assert deliver(served.port, note_event(first, ON_HOPPER)).status == 202
+        eventually(lambda: gitlab.count('GET', '/merge_requests/1'), 'the worker to take the first note')
+        # an operator's long write: the worker's writes of the first note, and of its delay, are refused
+        other = sqlite3.connect(state, isolation_level=None)
+        other.execute('BEGIN IMMEDIATE')
+        released.set()
+        eventually(lambda: errors.append(capsys.readouterr().err) or 'the state file refused its delay too' in
+                   ''.join(errors), 'the worker to meet the locked file', timeout=60)
+        other.execute('ROLLBACK')
+        other.close()
+        assert deliver(served.port, note_event(second, ON_HOPPER)).status == 202
+        eventually(lambda: all(served.note_state(n)[0] == 'played' for n in (first, second)), 'both notes to run')
+    assert sorted(note for _, note in _played(gitlab)) == [str(first), str(second)]
+    assert 'note 1: internal error: OperationalError: database is locked' in ''.join(errors)
+
+
 def test_a_full_queue_answers_429_and_keeps_nothing_of_what_it_refused(gitlab, tmp_path):
     notes = [gitlab.add_note(1, ON_HOPPER) for _ in range(3)]
     released = threading.Event()
@@ -317,6 +428,20 @@ def test_a_project_of_merged_results_pipelines_is_told_why_its_jobs_cannot_run(g
     assert gitlab.plays == [] and len(gitlab.pipelines) == 3
     assert 'the GPU jobs run the head, in merge request pipelines, and this project makes merged-results pipelines' in \
         gitlab.notes_on(iid)[-1][1]
+
+
+def test_a_merge_request_from_a_fork_runs_nothing_and_is_answered_with_why(gitlab, tmp_path):
+    iid = gitlab.open_merge_request('feature', source_project='stranger/fla')
+    gitlab.start_pipeline(iid)
+    note = gitlab.add_note(iid, ON_HOPPER)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER, iid=iid))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    # the fork's own .gitlab-ci.yml would run with this project's variables: no pipeline made, no job run
+    assert gitlab.plays == [] and gitlab.count('POST', '/pipelines') == 0
+    answer = gitlab.notes_on(iid)[-1][1]
+    assert f'!{iid} comes from the fork stranger/fla' in answer and 'a maintainer reviews its changes' in answer
 
 
 def test_a_class_without_a_job_is_answered_with_the_jobs_there_are(gitlab, tmp_path):

@@ -710,6 +710,7 @@ class FakeGitLab(FakeForge):
         documented('POST', merge_request + r'/pipelines', self._create_pipeline, gitlab_fields.PIPELINE)
         documented('GET', project_path + r'/pipelines/(?P<pipeline>\d+)/jobs', self._list_jobs, gitlab_fields.JOB)
         documented('POST', project_path + r'/jobs/(?P<job>\d+)/play', self._play, gitlab_fields.JOB)
+        documented('GET', project_path + r'/jobs/(?P<job>\d+)', self._get_job, gitlab_fields.JOB)
 
     def open_merge_request(self, source: str, title: str = '[Ops] Something', description: str = '',
                            state: str = 'opened', source_project: str | None = None, base: str | None = None) -> int:
@@ -994,6 +995,11 @@ class FakeGitLab(FakeForge):
             if found['status'] == 'created' and not found['settling']:
                 found['status'] = 'manual'
         return self.page(request, listed)
+
+    def _get_job(self, request: Request, job: str) -> Answer:
+        if int(job) not in self.pipeline_jobs:
+            return Answer(404, {'message': '404 Not found'})
+        return Answer(200, self._job_json(int(job)))
 
     def _play(self, request: Request, job: str) -> Answer:
         found = self.pipeline_jobs.get(int(job))
