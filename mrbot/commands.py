@@ -137,6 +137,9 @@ def is_command(text: str | None) -> bool:
     return _ADDRESSED.match(first) is not None
 
 
+_RUNNER_CLASS = re.compile(r'[A-Za-z0-9_-]+')
+
+
 def requested_runners(line: str) -> tuple[str, ...] | None:
     """The runner classes the `--on` of the /bench or /test command `line` names, () for none (the command's default
     class, which only the settings know), or None where `line` is no /bench or /test command. Read with the grammar's
@@ -151,6 +154,10 @@ def requested_runners(line: str) -> tuple[str, ...] | None:
         return None
     tokens = _tokens(line)
     _, values = _options(tokens[1:], _BENCH_OPTIONS if tokens[0] == '/bench' else _TEST_OPTIONS)
+    # a class names a job (mrbot-bench-CLASS) and is kept in the receiver's state between spaces
+    named = [runner for runner in values['on'] if not _RUNNER_CLASS.fullmatch(runner)]
+    if named:
+        raise UsageError(f'--on {named[0][:40]!r}: expected the name of a runner class (letters, digits, _ and -)')
     return tuple(dict.fromkeys(values['on']))
 
 

@@ -189,7 +189,13 @@ def note_event(body: bytes, project: str) -> NoteEvent | str:
         raise merge_request.error(merge_request.at('iid'), 'the iid of a merge request', number)
     if merge_request.text('state') != 'opened':
         return 'not-open'
-    author, author_id = delivery.object('user').text('username'), attributes.integer('author_id')
+    user = delivery.object('user')
+    author, author_id = user.text('username'), attributes.integer('author_id')
+    if not 0 < author_id < 2 ** 63:
+        raise attributes.error(attributes.at('author_id'), 'the id of a user', author_id)
+    # GitLab's usernames are 255 characters at most; the inbox keeps the name
+    if not 0 < len(author) <= 255:
+        raise user.error(user.at('username'), 'a GitLab username of 1 to 255 characters', author[:40])
     # the line the GPU job reads back as the command (ci/gitlab.py)
     line = attributes.text('note').split('\n', 1)[0].strip()
     try:
@@ -377,8 +383,8 @@ class Receiver:
             except Unplayable as why:
                 reason = str(why)
                 break
-            except MrbotError as error:
-                reason = str(error)
+            except Exception as error:  # noqa: BLE001 - an answer GitLab should not give is a failed try like any
+                reason = str(error) if isinstance(error, MrbotError) else f'internal error: {type(error).__name__}: {error}'
                 _log(f'note {note}: try {attempt + 1} of {self._settings.attempts} failed: {reason}')
                 continue
             self._inbox.settle(note, outcome.state, outcome.text)

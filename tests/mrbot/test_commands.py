@@ -112,6 +112,9 @@ def test_a_receiver_without_settings_reads_the_classes_a_command_names(line, run
     ('/test --rounds 3', "unknown option '--rounds'"),
     ('/bench --on', '--on needs a value'),
     ('/bench "unclosed', 'cannot split the command'),
+    # the receiver keeps the classes between spaces and runs the job named after each
+    ('/bench --on "hopper blackwell"', "--on 'hopper blackwell': expected the name of a runner class"),
+    ('/bench --on ""', "--on '': expected the name of a runner class"),
 ])
 def test_a_command_the_grammar_cannot_read_is_a_usage_error_without_settings_too(line, message):
     with pytest.raises(UsageError, match=message):

@@ -119,6 +119,19 @@ def test_a_body_that_is_no_note_event_is_400_in_one_line(gitlab, tmp_path, body,
     assert answer.text.count('\n') == 1 and len(answer.text) < 400
 
 
+@pytest.mark.parametrize(('field', 'value', 'message'), [
+    ('author_id', 2 ** 64, 'object_attributes.author_id: expected the id of a user, got 18446744073709551616'),
+    ('username', 'a' * 256, 'user.username: expected a GitLab username of 1 to 255 characters, got the string "aaaa'),
+])
+def test_a_note_by_an_author_gitlab_cannot_have_is_400_and_kept_nowhere(gitlab, tmp_path, field, value, message):
+    event = note_event(gitlab.add_note(1, ON_HOPPER), ON_HOPPER)
+    (event['object_attributes'] if field == 'author_id' else event['user'])[field] = value
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        answer = deliver(served.port, event)
+        assert served.note_state(event['object_attributes']['id']) is None
+    assert answer.status == 400 and answer.text.startswith(f'malformed: the delivery: {message}')
+
+
 def test_a_body_over_the_limit_is_413_whether_it_says_its_length_or_not(gitlab, tmp_path):
     head = f'POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Gitlab-Token: {SECRET}\r\nX-Gitlab-Event: Note Hook\r\n'
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
@@ -339,6 +352,18 @@ def test_a_note_whose_job_gitlab_keeps_refusing_is_answered_with_why(gitlab, tmp
     assert author == 'project_7_bot' and gitlab.plays == []
     assert answer.startswith(f'mrbot could not run the GPU jobs for note {note}: GitLab: running job ')
     assert 'still failing after 1 retry' in answer and 'give the command again in a new note' in answer
+
+
+def test_a_note_whose_merge_request_gitlab_answers_oddly_is_tried_as_often_as_any_and_answered(gitlab, tmp_path):
+    note = gitlab.add_note(1, ON_HOPPER)
+    # a state no GitLab release documents: the adapter cannot read it, a failed try like a 503
+    gitlab.merge_requests[1]['state'] = 'reopened'
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'answered'
+    (_, answer), = gitlab.notes_on(1)[1:]
+    assert answer.startswith(f'mrbot could not run the GPU jobs for note {note}: internal error: ') and gitlab.plays == []
 
 
 def test_a_note_neither_played_nor_answered_stays_pending_and_is_played_after_a_restart(gitlab, tmp_path):
