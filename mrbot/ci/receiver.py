@@ -424,7 +424,10 @@ class Receiver:
         """Run the jobs of `pending`'s note on its merge request's head; a failing GitLab raises MrbotError."""
         event = pending.event
         number = event.merge_request
-        pull = await asyncio.to_thread(forge.get_pull, number)
+        pull = await asyncio.to_thread(forge.find_merge_request, number)
+        # a delivery naming a merge request the project lacks is forged: nothing will come of trying again
+        if pull is None:
+            return Outcome('dropped', f'the project has no merge request !{number}')
         if pull.state != 'open':
             return Outcome('dropped', f'!{number} is {pull.state}')
         if event.author_id == await asyncio.to_thread(forge.bot_user_id):

@@ -373,6 +373,14 @@ class GitLab:
         with self._doing(f'reading merge request !{number} of {self.project}', _READ):
             return self._pull(self._project.mergerequests.get(number))
 
+    def find_merge_request(self, number: int) -> PullRequest | None:
+        """Merge request !`number`, or None where the project has none of that number."""
+        read: list[ProjectMergeRequest] = []
+        with self._doing(f'reading merge request !{number} of {self.project}', _READ):
+            if not found(lambda: read.append(self._project.mergerequests.get(number)), _status, self._check_visible):
+                return None
+            return self._pull(read[0])
+
     def post_comment(self, number: int, body: str) -> Comment:
         require_fit(body, BODY_LIMIT, 'the note')
         with self._doing(f'commenting on merge request !{number} of {self.project}', _WRITE):

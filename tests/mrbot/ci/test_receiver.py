@@ -354,6 +354,15 @@ def test_a_note_whose_job_gitlab_keeps_refusing_is_answered_with_why(gitlab, tmp
     assert 'still failing after 1 retry' in answer and 'give the command again in a new note' in answer
 
 
+def test_a_note_on_a_merge_request_the_project_lacks_is_dropped_at_its_first_try(gitlab, tmp_path):
+    # only a delivery forged with the secret names one: GitLab sends events of what exists
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        assert deliver(served.port, note_event(99, ON_HOPPER, iid=999)).status == 202
+        eventually(lambda: served.note_state(99)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(99) == ('dropped', 'the project has no merge request !999')
+    assert gitlab.count('GET', '/merge_requests/999') == 1 and gitlab.plays == [] and gitlab.notes_on(999) == []
+
+
 def test_a_note_whose_merge_request_gitlab_answers_oddly_is_tried_as_often_as_any_and_answered(gitlab, tmp_path):
     note = gitlab.add_note(1, ON_HOPPER)
     # a state no GitLab release documents: the adapter cannot read it, a failed try like a 503
