@@ -15,10 +15,13 @@ import socket
 import statistics
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import mrbot.ci
+import mrbot.forges
 from mrbot.ci.receiver import MAX_BODY, PATH
 from tests.mrbot.ci.serving import SECRET, Answer, connect_to, deliver, eventually, note_event, serving, settings
 from tests.mrbot.forges.fakeforge import FakeGitLab
@@ -36,7 +39,7 @@ class Figures:
     """What a load run measured: deliveries and how they were answered (by status); after the warm-up, the time the
     clients took to send the rest and their rate, the delivery round trips' median and 99th percentile, and the time
     until every note was settled; the notes and how often each was run; the process's resident memory after the
-    warm-up and at the end."""
+    warm-up and at the end, and where traced, what mrbot's own code still holds of what it allocated since."""
 
     deliveries: int
     answers: dict[int, int]
@@ -49,6 +52,8 @@ class Figures:
     runs_per_note: dict[int, int]
     rss_warm_mb: float
     rss_end_mb: float
+    # with `traced`: what the receiver's and the adapter's code allocated after the warm-up and still holds at the end
+    held_kb: float | None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,14 @@ class _Delivery:
     note: int | None
     kind: str
     body: bytes
+
+
+def _held_kb() -> float:
+    """KB still held of what mrbot's CI and forge code allocated since tracing began; tracing stops."""
+    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, f'{Path(package.__file__).parent}/*')
+                                                          for package in (mrbot.ci, mrbot.forges)])
+    tracemalloc.stop()
+    return sum(stat.size for stat in snapshot.statistics('filename')) / 1024
 
 
 def _rss_mb() -> float:
@@ -132,10 +145,10 @@ def _run_clients(port: int, deliveries: list[_Delivery]) -> list[tuple[_Delivery
     return [result for client in results for result in client]
 
 
-def run_load(folder: Path, deliveries: int = 1000) -> Figures:
+def run_load(folder: Path, deliveries: int = 1000, traced: bool = False) -> Figures:
     """Serve the receiver against a fake GitLab of MERGE_REQUESTS merge requests and send it `deliveries`: WARM_UP
     first (which warm its caches and connections, and are left out of the timing), then the rest; wait until every
-    note accepted is settled."""
+    note accepted is settled. `traced` follows the allocations of mrbot's code (slower: not for the timing)."""
     with FakeGitLab() as gitlab:
         for iid in range(1, MERGE_REQUESTS + 1):
             gitlab.open_merge_request('feature')
@@ -147,6 +160,8 @@ def run_load(folder: Path, deliveries: int = 1000) -> Figures:
             warm = _run_clients(served.port, plan[:WARM_UP])
             eventually(lambda: len(gitlab.plays) == sum(1 for d in plan[:WARM_UP] if d.note), 'the warm-up to run')
             rss_warm = _rss_mb()
+            if traced:
+                tracemalloc.start()
             start = time.perf_counter()
             measured = _run_clients(served.port, plan[WARM_UP:])
             sending = time.perf_counter() - start
@@ -155,10 +170,12 @@ def run_load(folder: Path, deliveries: int = 1000) -> Figures:
                 served.note_state(note)[0] != 'pending' for note in notes), 'every note to be settled', timeout=120)
             settled = time.perf_counter() - start
             rss_end = _rss_mb()
+            held = _held_kb() if traced else None
         runs = collections.Counter(int(variables['MRBOT_COMMAND_NOTE']) for _, variables, _ in gitlab.plays)
     trips = sorted(trip for _, _, trip in measured)
     return Figures(deliveries=len(warm) + len(measured),
                    answers=dict(collections.Counter(answer.status for _, answer, _ in warm + measured)),
                    sending_s=sending, per_second=len(measured) / sending, p50_ms=statistics.median(trips) * 1000,
                    p99_ms=trips[int(len(trips) * 0.99)] * 1000, settled_s=settled, notes=len(notes),
-                   runs_per_note={note: runs[note] for note in notes}, rss_warm_mb=rss_warm, rss_end_mb=rss_end)
+                   runs_per_note={note: runs[note] for note in notes}, rss_warm_mb=rss_warm, rss_end_mb=rss_end,
+                   held_kb=held)
