@@ -137,7 +137,8 @@ def is_command(text: str | None) -> bool:
     return _ADDRESSED.match(first) is not None
 
 
-_RUNNER_CLASS = re.compile(r'[A-Za-z0-9_-]+')
+# as [tool.mrbot.runners] names a class (config.py)
+_RUNNER_CLASS = re.compile(r'[a-z0-9]+(-[a-z0-9]+)*')
 
 
 def requested_runners(line: str) -> tuple[str, ...] | None:
@@ -157,7 +158,8 @@ def requested_runners(line: str) -> tuple[str, ...] | None:
     # a class names a job (mrbot-bench-CLASS) and is kept in the receiver's state between spaces
     named = [runner for runner in values['on'] if not _RUNNER_CLASS.fullmatch(runner)]
     if named:
-        raise UsageError(f'--on {named[0][:40]!r}: expected the name of a runner class (letters, digits, _ and -)')
+        raise UsageError(f'--on {named[0][:40]!r}: expected the name of a runner class (lowercase letters and digits, '
+                         'joined by single dashes)')
     return tuple(dict.fromkeys(values['on']))
 
 

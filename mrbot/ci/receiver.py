@@ -123,6 +123,10 @@ class Unplayable(Exception):
     """A note whose jobs cannot run whatever GitLab's health: the reason is answered on the merge request."""
 
 
+class _Missing(MrbotError):
+    """GitLab says the note's merge request does not exist: nowhere to answer, so the note is dropped after its tries."""
+
+
 class _Gone(Exception):
     """The sender hung up before the delivery was read."""
 
@@ -369,7 +373,7 @@ class Receiver:
     async def _serve(self, forge: GitLab, note: int) -> None:
         """Play note `note`, trying again after a failing GitLab; answer on its merge request why it could not be
         played; and where even that fails, leave it pending for a later try."""
-        reason = ''
+        reason, failure = '', None
         for attempt in range(self._settings.attempts):
             if attempt:
                 await asyncio.sleep(self._pause(attempt - 1))
@@ -384,6 +388,7 @@ class Receiver:
                 reason = str(why)
                 break
             except Exception as error:  # noqa: BLE001 - an answer GitLab should not give is a failed try like any
+                failure = error
                 reason = str(error) if isinstance(error, MrbotError) else f'internal error: {type(error).__name__}: {error}'
                 _log(f'note {note}: try {attempt + 1} of {self._settings.attempts} failed: {reason}')
                 continue
@@ -391,12 +396,20 @@ class Receiver:
             _log(f'note {note} on !{pending.event.merge_request}: {outcome.state}: {outcome.text}')
             return
         number = pending.event.merge_request
+        if isinstance(failure, _Missing):
+            self._inbox.settle(note, 'dropped', _one_line(reason))
+            _log(f'note {note} on !{number}: dropped: {reason}')
+            return
         asked = ', '.join(f'{JOB_PREFIX}{runner} (job {job})' for runner, job in pending.plays.items())
+        opening = f'mrbot could not run the GPU jobs for note {note}: '
         try:
-            await asyncio.to_thread(forge.post_comment, number, inert(
-                f'mrbot could not run the GPU jobs for note {note}: {reason}. '
-                + (f'It had asked GitLab to run {asked} before that. ' if asked else 'Nothing ran. ')
-                + 'Once that is resolved, give the command again in a new note.'))
+            # an answer GitLab made though its reply was lost is not posted twice, in this try or a later one
+            notes = await asyncio.to_thread(forge.comments, number)
+            if not any(n.by_bot and n.body.startswith(opening) for n in notes):
+                await asyncio.to_thread(forge.post_comment, number, inert(
+                    f'{opening}{reason}. '
+                    + (f'It had asked GitLab to run {asked} before that. ' if asked else 'Nothing ran. ')
+                    + 'Once that is resolved, give the command again in a new note.'), once=True)
         except MrbotError as error:
             if time.time() - pending.received > GIVE_UP_S:
                 self._inbox.settle(note, 'dropped', _one_line(f'given up a day after it came: {reason}'))
@@ -425,9 +438,9 @@ class Receiver:
         event = pending.event
         number = event.merge_request
         pull = await asyncio.to_thread(forge.find_merge_request, number)
-        # a delivery naming a merge request the project lacks is forged: nothing will come of trying again
+        # forged, or not yet readable (a replica behind a merge request just opened): tried as often as a failing GitLab
         if pull is None:
-            return Outcome('dropped', f'the project has no merge request !{number}')
+            raise _Missing(f'the project has no merge request !{number}')
         if pull.state != 'open':
             return Outcome('dropped', f'!{number} is {pull.state}')
         if event.author_id == await asyncio.to_thread(forge.bot_user_id):

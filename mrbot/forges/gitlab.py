@@ -381,10 +381,13 @@ class GitLab:
                 return None
             return self._pull(read[0])
 
-    def post_comment(self, number: int, body: str) -> Comment:
+    def post_comment(self, number: int, body: str, once: bool = False) -> Comment:
+        """Post a note on merge request `number`; `once`: not sent again after an answer (a 502 may come after GitLab
+        made it), for a caller that looks for its note before posting again."""
         require_fit(body, BODY_LIMIT, 'the note')
+        project = self._project_once if once else self._project
         with self._doing(f'commenting on merge request !{number} of {self.project}', _WRITE):
-            created = self._project.mergerequests.get(number, lazy=True).notes.create({'body': body})
+            created = project.mergerequests.get(number, lazy=True).notes.create({'body': body})
             return Comment(created.id, self._note_url(number, created.id), created=True)
 
     def head_pushed_at(self, pull: PullRequest) -> str | None:

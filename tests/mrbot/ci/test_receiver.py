@@ -296,18 +296,21 @@ def test_a_job_whose_answer_was_lost_is_the_notes_one_job_of_its_class_after_a_p
 
 
 def test_a_job_another_note_asked_for_is_left_to_it_and_each_note_runs_each_class_once(gitlab, tmp_path):
-    every, hopper_only = gitlab.add_note(1, '/test tests/ops'), gitlab.add_note(1, ON_HOPPER)
+    on_blackwell = ON_HOPPER.replace('hopper', 'blackwell')
+    # the second note asks for the class whose job the first note's failing try recorded and still waits
+    every, blackwell_only = gitlab.add_note(1, '/test tests/ops'), gitlab.add_note(1, on_blackwell)
     blackwell = _jobs(gitlab, 100)['mrbot-bench-blackwell']
     gitlab.fail('POST', f'/jobs/{blackwell}/play', 503, times=2)
     # the first note's tries are a second or more apart, and the second note is played in between
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3', backoff_s=2.0, workers=2)) as served:
         deliver(served.port, note_event(every, '/test tests/ops'))
         eventually(lambda: gitlab.count('POST', f'/jobs/{blackwell}/play') == 2, "the first note's first try to fail")
-        deliver(served.port, note_event(hopper_only, ON_HOPPER))
-        eventually(lambda: all(served.note_state(n)[0] != 'pending' for n in (every, hopper_only)), 'both settled')
+        deliver(served.port, note_event(blackwell_only, on_blackwell))
+        eventually(lambda: all(served.note_state(n)[0] != 'pending' for n in (every, blackwell_only)), 'both settled')
     runs = sorted((gitlab.pipeline_jobs[job]['name'], note) for job, note in _played(gitlab))
-    assert runs == [('mrbot-bench-blackwell', str(every)), ('mrbot-bench-hopper', str(every)),
-                    ('mrbot-bench-hopper', str(hopper_only))]
+    assert runs == [('mrbot-bench-blackwell', str(every)), ('mrbot-bench-blackwell', str(blackwell_only)),
+                    ('mrbot-bench-hopper', str(every))]
+    assert (blackwell, str(every)) in _played(gitlab)
 
 
 def test_a_pipeline_whose_answer_was_lost_is_not_made_again(gitlab, tmp_path):
@@ -354,13 +357,37 @@ def test_a_note_whose_job_gitlab_keeps_refusing_is_answered_with_why(gitlab, tmp
     assert 'still failing after 1 retry' in answer and 'give the command again in a new note' in answer
 
 
-def test_a_note_on_a_merge_request_the_project_lacks_is_dropped_at_its_first_try(gitlab, tmp_path):
-    # only a delivery forged with the secret names one: GitLab sends events of what exists
+def test_a_note_on_a_merge_request_the_project_lacks_is_dropped_after_its_tries_with_no_answer(gitlab, tmp_path):
+    # a delivery forged with the secret names one; there is nowhere to answer, and no day of tries to give it
     with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
         assert deliver(served.port, note_event(99, ON_HOPPER, iid=999)).status == 202
         eventually(lambda: served.note_state(99)[0] != 'pending', 'the note to be settled')
         assert served.note_state(99) == ('dropped', 'the project has no merge request !999')
-    assert gitlab.count('GET', '/merge_requests/999') == 1 and gitlab.plays == [] and gitlab.notes_on(999) == []
+    assert gitlab.count('GET', '/merge_requests/999') == 3 and gitlab.plays == [] and gitlab.notes_on(999) == []
+
+
+def test_a_merge_request_gitlab_misses_once_is_tried_again_and_its_note_runs(gitlab, tmp_path):
+    # a replica behind a merge request just opened answers 404 for a moment
+    note = gitlab.add_note(1, ON_HOPPER)
+    gitlab.fail('GET', '/merge_requests/1', 404, message='404 Not found')
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+        assert served.note_state(note)[0] == 'played'
+    assert _played(gitlab) == [(_jobs(gitlab, 100)['mrbot-bench-hopper'], str(note))]
+
+
+def test_an_answer_gitlab_made_though_its_reply_was_lost_is_not_posted_again(gitlab, tmp_path, monkeypatch):
+    monkeypatch.setattr(receiver, 'LATER_S', 0.05)
+    iid = gitlab.open_merge_request('feature', source_project='stranger/fla')
+    note = gitlab.add_note(iid, ON_HOPPER)
+    # GitLab makes each note, and a proxy loses its answer
+    gitlab.fail('POST', f'/merge_requests/{iid}/notes', 502, times=1000, done=True)
+    with serving(gitlab, settings(gitlab, tmp_path / 'notes.sqlite3')) as served:
+        deliver(served.port, note_event(note, ON_HOPPER, iid=iid))
+        eventually(lambda: served.note_state(note)[0] != 'pending', 'the note to be settled')
+    assert served.note_state(note)[0] == 'answered'
+    assert gitlab.count('POST', f'/merge_requests/{iid}/notes') == 1 and len(gitlab.notes_on(iid)) == 2
 
 
 def test_a_note_whose_merge_request_gitlab_answers_oddly_is_tried_as_often_as_any_and_answered(gitlab, tmp_path):
