@@ -221,6 +221,11 @@ def _log(text: str) -> None:
     print(f'mrbot webhook: {_one_line(text, 1000)}', file=sys.stderr, flush=True)
 
 
+def _internal(error: Exception) -> str:
+    """An error no rule of the receiver expects, in one line: a bug, or an answer GitLab should not give."""
+    return f'internal error: {type(error).__name__}: {error}'
+
+
 def _ignored(reason: str) -> Reply:
     return Reply(200, f'ignored: {reason}')
 
@@ -342,7 +347,7 @@ class Receiver:
                         self._enqueue(note)
                         room -= 1
             except Exception as error:  # noqa: BLE001 - a state file failing for a while must not end the sweeps
-                _log(f'sweep: internal error: {type(error).__name__}: {error}; sweeping again in '
+                _log(f'sweep: {_internal(error)}; sweeping again in '
                      f'{self._settings.sweep_s:g} s')
             await asyncio.sleep(self._settings.sweep_s)
             now = time.time()
@@ -353,7 +358,7 @@ class Receiver:
             try:
                 await self._serve(forge, note)
             except Exception as error:  # noqa: BLE001 - a bug met on one note must not stop the worker for the rest
-                self._later(note, f'internal error: {type(error).__name__}: {error}')
+                self._later(note, _internal(error))
                 # a state file that refuses writes refuses the next note too: give it a moment
                 await asyncio.sleep(self._settings.backoff_s)
             finally:
@@ -389,7 +394,7 @@ class Receiver:
                 break
             except Exception as error:  # noqa: BLE001 - an answer GitLab should not give is a failed try like any
                 failure = error
-                reason = str(error) if isinstance(error, MrbotError) else f'internal error: {type(error).__name__}: {error}'
+                reason = str(error) if isinstance(error, MrbotError) else _internal(error)
                 _log(f'note {note}: try {attempt + 1} of {self._settings.attempts} failed: {reason}')
                 continue
             self._inbox.settle(note, outcome.state, outcome.text)
@@ -415,9 +420,7 @@ class Receiver:
                 self._inbox.settle(note, 'dropped', _one_line(f'given up a day after it came: {reason}'))
                 _log(f'note {note} on !{number}: given up a day after it came: {reason}')
                 return
-            self._inbox.later(note, time.time() + LATER_S, _one_line(reason))
-            _log(f'note {note} on !{number}: could not be played ({reason}) nor answered ({error}); trying again in '
-                 f'{LATER_S} s')
+            self._later(note, f'on !{number}: could not be played ({reason}) nor answered ({error})')
             return
         self._inbox.settle(note, 'answered', _one_line(reason))
         _log(f'note {note} on !{number}: answered: {reason}')

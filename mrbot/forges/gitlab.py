@@ -107,6 +107,15 @@ def _status(error: Exception) -> int | None:
     return error.response_code if isinstance(error, GitlabError) else None
 
 
+def _session(retry: ForgeRetry) -> requests.Session:
+    """An HTTP session that retries as `retry` says, over https and http alike."""
+    adapter = HTTPAdapter(max_retries=retry)
+    session = requests.Session()
+    session.mount('https://', adapter)
+    session.mount('http://', adapter)
+    return session
+
+
 def _pipeline(pipeline: RESTObject) -> Pipeline:
     return Pipeline(int(pipeline.id), str(pipeline.sha or ''), str(pipeline.ref or ''))
 
@@ -153,21 +162,15 @@ class GitLab:
         self._token_source = token_source
         self._retries = retries
         # Every method is retried, POST included as in PyGithub; a repeated MR or award create is refused as a duplicate.
-        adapter = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff, allowed_methods=None))
-        self._session = requests.Session()
-        self._session.mount('https://', adapter)
-        self._session.mount('http://', adapter)
+        retry = retry_policy(ForgeRetry, retries, backoff, allowed_methods=None)
+        self._session = _session(retry)
         self._gitlab = gitlab.Gitlab(self._server_url, private_token=token, session=self._session, per_page=100,
                                      timeout=REQUEST_TIMEOUT_S)
         self._project = self._gitlab.projects.get(project, lazy=True)
         # a POST that makes something may have made it whatever came back: sent again only after a 429, or where it
         # never left
-        once = HTTPAdapter(max_retries=retry_policy(ForgeRetry, retries, backoff, allowed_methods=None).new(
-            status_forcelist=[429], read=0))
-        session = requests.Session()
-        session.mount('https://', once)
-        session.mount('http://', once)
-        self._project_once = gitlab.Gitlab(self._server_url, private_token=token, session=session,
+        self._project_once = gitlab.Gitlab(self._server_url, private_token=token,
+                                           session=_session(retry.new(status_forcelist=[429], read=0)),
                                            timeout=REQUEST_TIMEOUT_S).projects.get(project, lazy=True)
 
     @contextmanager

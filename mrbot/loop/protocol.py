@@ -149,8 +149,8 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
                 outcome, why = 'red', _gate_failures(stopped.gate)
             else:
                 outcome, why = 'interrupted', [Reason(INTERRUPTED, '', 0, f'the gate {stopped.gate.status}, then the '
-                                                      f'timing stopped: {stopped}; `mrbot loop try --commit {sha[:12]}` '
-                                                      'tries it again')]
+                                                      f'timing stopped: {stopped}; `mrbot loop try` on the same files '
+                                                      f'(or `--commit {sha[:12]}`) tries it again')]
             kept = _keep(root, store, loop, sha, note, diff, outcome, why, stopped.run, stopped.gate)
             raise KeyboardInterrupt(f'{stopped}; kept as try {kept.number} ({outcome})') from None
         verdict_of_try, reasons = verdict(run)
