@@ -333,6 +333,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
             sides.append(start_side(name, tree, state_dir(home, 'bench', folder), environment))
             say(f'setting up the {name} side ({size}, {device}): compiling and autotuning', quiet)
             answers.append(sides[-1].ask(setup))
+        say(f'timing {size}: {plural(request.rounds, "round")}', quiet)
         start_state = gpu_state()
         with Progress(f'timing {size}', request.rounds, quiet) as progress:
             ceilings = None

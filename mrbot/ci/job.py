@@ -14,6 +14,7 @@ from mrbot.bench import command as bench_command
 from mrbot.bench.specs import load_specs
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
 from mrbot.config import Config
+from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_MODES, BenchRequest, BenchRun
 from mrbot.records.testruns import TestRun
@@ -62,6 +63,7 @@ def _test_result(root: Path, config: Config, args: dict, base: str) -> dict:
         targets, _ = test_targets(selection, workspace)
     device = device_label()
     workers = xdist_args(processes_per_test_file(0, WORKERS_VARIABLE), WORKERS_VARIABLE)
+    say(f"running {' '.join([*targets, *workers])} ({device})")
     files = execute(targets, root, 1, 3600.0, 'off', interpret=False,
                     pytest_args=(('-k', args['k']) if args['k'] else ()) + workers)
     run = TestRun(device, tuple(files), selection, False)

@@ -320,7 +320,7 @@ def test_progress_is_a_line_per_round_on_stderr_and_nothing_under_quiet(repo, mo
     main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate'])
     err = capsys.readouterr().err
     assert err.splitlines() == ['setting up the head side (1 row x 1 side, Triton interpreter (CPU)): compiling and '
-                                'autotuning',
+                                'autotuning', 'timing 1 row x 1 side: 2 rounds',
                                 'round 1/2 done (1 row x 1 side)', 'round 2/2 done (1 row x 1 side)']
     main(['bench', '--rounds', '2', '--shapes', 'small', '--modes', 'fwd', '--no-gate', '-q'])
     captured = capsys.readouterr()

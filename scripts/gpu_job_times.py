@@ -1,0 +1,290 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The GPU job's time from its start to its result, split by phase, on a GPU machine laid out as a runner of
+`mrbot-command.yml`'s `gpu` job: python3 scripts/gpu_job_times.py STEP... [--limit S]
+
+Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, so the next call goes on from it):
+  setup       the default branch's checkout (the bot), the runner's user, the empty shared layer
+  cold-bench  `/bench chunk_simple_gla --modes fwd` on the demo change, nothing compiled anywhere yet
+  fill        the shared layer filled from the default branch, as docs/ci.md asks a filler to (another user, umask 022)
+  warm-bench  the same `/bench` in a new job that reads the filled layer
+  test-kda    `/test tests/ops/test_kda.py` reading the layer
+  demo        `mrbot demo` in a fresh clone, cold
+  table       the phase table of every job so far
+Each job installs mrbot into a fresh environment from the wheels in .whl (the runner would download them), clones the
+pull request, and runs `mrbot action run` with the variables the authorize step hands on. Run as root, the jobs run as
+the user `runner` and the filler as root. Logs, phases.json and phases.md go to $OUT after every step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+JOBS = Path('/tmp/jobs')
+SHARED = Path('/opt/mrbot-shared')
+REPOSITORY = 'mrbot-dev/mrbot'
+OUT = Path(os.environ.get('OUT', '/tmp/jobs/out'))
+IDENTITY = ('-c', 'user.name=gpu', '-c', 'user.email=gpu@localhost')
+# A line that starts a phase: the job's own progress lines on stderr (mrbot/bench/command.py, mrbot/ci/job.py,
+# mrbot/prepare.py's steps).
+MARKERS = (
+    (r'^setting up the base side', 'base side: compile, autotune'),
+    (r'^gate: tests/', 'gate: capture and compile ahead'),
+    (r'^gate: .*(compiled ahead|not compiled ahead)', 'gate: tests'),
+    (r'^setting up the head side', 'head side: compile, autotune'),
+    (r'^timing ', 'timing'),
+    (r'^running tests/', 'tests'),
+    (r'^\[\d+/\d+\] (\S+) \.\.\.', r'prepare: \1'),
+)
+BENCH = '/bench chunk_simple_gla --modes fwd'
+TEST = '/test tests/ops/test_kda.py'
+
+
+def as_runner() -> dict:
+    """subprocess arguments that run a command as the runner's user (root is the filler's)."""
+    if os.geteuid() != 0:
+        return {}
+    entry = pwd.getpwnam('runner')
+    return {'user': entry.pw_uid, 'group': entry.pw_gid, 'extra_groups': []}
+
+
+def runner_environment(temp: Path) -> dict[str, str]:
+    home = pwd.getpwnam('runner').pw_dir if os.geteuid() == 0 else os.environ['HOME']
+    keep = {k: v for k, v in os.environ.items()
+            if k.startswith(('NCCL_', 'TORCH_SYMM', 'NVSHMEM_', 'CUDA_', 'NVIDIA_', 'LD_LIBRARY_PATH', 'TRITON_LIBCUDA'))}
+    return {**keep, 'PATH': f'{temp}/venv/bin:/usr/local/bin:/usr/bin:/bin', 'HOME': home, 'CI': 'true',
+            'GITHUB_ACTIONS': 'true', 'GITHUB_REPOSITORY': REPOSITORY, 'GITHUB_RUN_ID': '1', 'RUNNER_TEMP': str(temp),
+            'PYTHONNOUSERSITE': '1', 'PYTHONUNBUFFERED': '1', 'PIP_NO_CACHE_DIR': '1'}
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], log: Path, limit: float, user: dict) -> tuple[float, list]:
+    """Run `argv`, each output line stamped with its second since the start into `log`; the seconds and the lines."""
+    start = time.monotonic()
+    lines: list[tuple[float, str]] = []
+    with log.open('a') as sink, subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                                 **user) as process:
+        sink.write(f'$ {" ".join(argv)}  (in {cwd})\n')
+        watchdog = threading.Timer(limit, os.killpg, (process.pid, signal.SIGKILL))
+        watchdog.start()
+        for line in process.stdout:
+            now = time.monotonic() - start
+            lines.append((now, line.rstrip()))
+            sink.write(f'{now:7.1f} {line}')
+            sink.flush()
+        code = process.wait()
+        watchdog.cancel()
+        if code == -signal.SIGKILL:
+            lines.append((time.monotonic() - start, f'stopped at the step limit, {limit:.0f} s'))
+            sink.write(f'{lines[-1][0]:7.1f} {lines[-1][1]}\n')
+        sink.write(f'exit {code} after {time.monotonic() - start:.1f} s\n')
+    return time.monotonic() - start, lines
+
+
+def phases_of(lines: list[tuple[float, str]], total: float, first: str) -> list[tuple[str, float]]:
+    """Each phase's seconds, a phase running from the line that starts it to the next one's."""
+    starts = [(0.0, first)]
+    for at, text in lines:
+        for pattern, name in MARKERS:
+            found = re.match(pattern, text)
+            if found and starts[-1][1] != found.expand(name):
+                starts.append((at, found.expand(name)))
+                break
+    ends = [at for at, _ in starts[1:]] + [total]
+    return [(name, end - at) for (at, name), end in zip(starts, ends, strict=True)]
+
+
+def install(bot: Path, temp: Path, log: Path, user: dict) -> float:
+    """The `run` command's install step of action.yml, offline: a fresh venv over the system's packages, mrbot[kernels]
+    from the checkout `bot`."""
+    env = runner_environment(temp)
+    start = time.monotonic()
+    timed([sys.executable, '-I', '-m', 'venv', '--system-site-packages', f'{temp}/venv'], temp, env, log, 300, user)
+    # the machine's kernel stack lives in a venv of its own: its packages stand in for a runner's system site
+    if subprocess.run([f'{temp}/venv/bin/python', '-c', 'import torch'], capture_output=True, **user).returncode:
+        site = next((temp / 'venv' / 'lib').glob('python3*/site-packages'))
+        (site / 'runner-system-site.pth').write_text(next(p for p in sys.path if p.endswith('site-packages')) + '\n')
+    timed([f'{temp}/venv/bin/python', '-I', '-m', 'pip', 'install', '--quiet', '--no-index', '--find-links',
+           str(JOBS / 'wheels'), f'{bot}[kernels]'], temp, env, log, 300, user)
+    return time.monotonic() - start
+
+
+def clone(folder: Path, name: str) -> Path:
+    """A checkout of the default branch in `folder`, as actions/checkout leaves one."""
+    subprocess.run(['git', 'clone', '-q', str(JOBS / 'bot'), str(folder / name)], check=True)
+    return folder / name
+
+
+def job(case: str, text: str, layer: str, limit: float) -> dict:
+    """One GPU job of `text` on the demo change's pull request, from its checkout to its result."""
+    folder = JOBS / case
+    shutil.rmtree(folder, ignore_errors=True)
+    temp = folder / 'temp'
+    temp.mkdir(parents=True)
+    log = OUT / f'{case}.log'
+    start = time.monotonic()
+    git = ['git', *IDENTITY]
+    bot, pr = clone(folder, 'bot'), clone(folder, 'pr')
+    subprocess.run([*git, 'checkout', '-q', '-b', 'demo-change'], cwd=pr, check=True)
+    subprocess.run([*git, 'apply', 'examples/demo-change.patch'], cwd=pr, check=True)
+    subprocess.run([*git, 'commit', '-qam', '[Perf] One more autotune config'], cwd=pr, check=True)
+    if os.geteuid() == 0:
+        subprocess.run(['chown', '-R', 'runner:runner', str(folder)], check=True)
+    checkout = time.monotonic() - start
+    user = as_runner()
+    installed = install(bot, temp, log, user)
+    sha = subprocess.run(['git', '-c', 'safe.directory=*', 'rev-parse', 'HEAD'], cwd=pr, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    kind, args = accepted(text)
+    env = {**runner_environment(temp), 'MRBOT_COMMAND': kind, 'MRBOT_ARGS': args, 'MRBOT_SHA': sha,
+           'MRBOT_RUNNER': 'hopper', 'MRBOT_PR': '1', 'TRITON_CACHE_DIR': f'{temp}/triton-cache',
+           'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache'}
+    if layer != 'none':
+        env['MRBOT_SHARED_TRITON_CACHE'] = str(SHARED)
+    seconds, lines = timed([f'{temp}/venv/bin/mrbot', 'action', 'run', '--out', f'{temp}/out'], pr, env, log, limit, user)
+    result = temp / 'out'
+    if result.is_dir():
+        shutil.copytree(result, OUT / f'{case}-result', dirs_exist_ok=True)
+    return {'case': case, 'command': text, 'layer': layer,
+            'phases': [('checkout', checkout), ('install', installed), *phases_of(lines, seconds, 'job: start')],
+            'seconds': time.monotonic() - start, 'ended': lines[-1][1] if lines else ''}
+
+
+def accepted(text: str) -> tuple[str, str]:
+    """The `command` and `args` outputs that the authorize step gives for `text` (the bot's own grammar)."""
+    code = ('import json, sys; from pathlib import Path; from mrbot import commands; from mrbot.config import load_config; '
+            'from mrbot.bench.specs import load_specs; r = Path("."); c = load_config(r); '
+            'x = commands.parse(sys.argv[1], load_specs(r, c), c); print(x.kind); print(json.dumps(x.args))')
+    out = subprocess.run(['python3', '-c', code, text], cwd=JOBS / 'bot', capture_output=True, text=True, check=True,
+                         env={**os.environ, 'PYTHONPATH': str(JOBS / 'bot')}).stdout.split('\n')
+    return out[0], out[1]
+
+
+def fill(limit: float) -> dict:
+    """The filler: the default branch's launches compiled for this GPU into the layer's folder for the repository, by
+    its owner (root here), never by the runner's user."""
+    folder = JOBS / 'fill'
+    shutil.rmtree(folder, ignore_errors=True)
+    temp = folder / 'temp'
+    temp.mkdir(parents=True)
+    log = OUT / 'fill.log'
+    start = time.monotonic()
+    bot = clone(folder, 'bot')
+    installed = install(bot, temp, log, {})
+    target = SHARED / REPOSITORY
+    target.mkdir(parents=True, exist_ok=True)
+    env = {**runner_environment(temp), 'HOME': os.environ.get('HOME', '/root'), 'TRITON_CACHE_DIR': str(target)}
+    os.umask(0o022)
+    seconds, lines = timed([f'{temp}/venv/bin/mrbot', 'compile', '--all', '--depth', 'binary', '--targets', 'sm_90'],
+                           bot, env, log, limit, {})
+    entries = sum(1 for _ in target.rglob('*') if _.is_file())
+    return {'case': 'fill', 'command': 'mrbot compile --all --depth binary --targets sm_90', 'layer': f'{entries} files',
+            'phases': [('install', installed), ('compile', seconds)], 'seconds': time.monotonic() - start,
+            'ended': lines[-1][1] if lines else ''}
+
+
+def demo(limit: float) -> dict:
+    """`mrbot demo` from a fresh clone of the default branch, its Triton cache empty."""
+    folder = JOBS / 'demo'
+    shutil.rmtree(folder, ignore_errors=True)
+    temp = folder / 'temp'
+    temp.mkdir(parents=True)
+    start = time.monotonic()
+    repo = clone(folder, 'repo')
+    if os.geteuid() == 0:
+        subprocess.run(['chown', '-R', 'runner:runner', str(folder)], check=True)
+    checkout = time.monotonic() - start
+    user = as_runner()
+    log = OUT / 'demo.log'
+    installed = install(repo, temp, log, user)
+    env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/triton-cache'}
+    seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'mrbot.cli', 'demo'], repo, env, log, limit, user)
+    return {'case': 'demo', 'command': 'mrbot demo', 'layer': 'none',
+            'phases': [('checkout', checkout), ('install', installed), *phases_of(lines, seconds, 'demo: start')],
+            'seconds': time.monotonic() - start, 'ended': lines[-1][1] if lines else ''}
+
+
+def setup() -> dict:
+    """The default branch's checkout, the runner's user, the wheels where that user can read them, an empty layer."""
+    here = Path.cwd()
+    if subprocess.run(['git', 'rev-parse', '--git-dir'], capture_output=True).returncode:
+        subprocess.run(['git', 'init', '-q'], check=True)
+        subprocess.run(['git', *IDENTITY, 'add', '-A'], check=True)
+        subprocess.run(['git', *IDENTITY, 'commit', '-qm', 'base'], check=True)
+    elif subprocess.run(['git', 'status', '--porcelain'], capture_output=True, text=True).stdout:
+        subprocess.run(['git', *IDENTITY, 'add', '-A'], check=True)
+        subprocess.run(['git', *IDENTITY, 'commit', '-qm', "device: this session's uncommitted work"], check=True)
+    shutil.rmtree(JOBS, ignore_errors=True)
+    JOBS.mkdir(parents=True)
+    subprocess.run(['git', 'clone', '-q', str(here), str(JOBS / 'bot')], check=True)
+    subprocess.run(['git', 'checkout', '-q', '-B', 'main'], cwd=JOBS / 'bot', check=True)
+    shutil.copytree(here / '.whl', JOBS / 'wheels')
+    if os.geteuid() == 0:
+        if subprocess.run(['id', 'runner'], capture_output=True).returncode:
+            subprocess.run(['useradd', '-m', 'runner'], check=True)
+        shutil.rmtree(SHARED, ignore_errors=True)
+        SHARED.mkdir(mode=0o755, parents=True)
+        os.chmod(SHARED, 0o755)
+    os.chmod(JOBS, 0o755)
+    for path in [JOBS / 'wheels', *(JOBS / 'wheels').iterdir()]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    machine = subprocess.run(['nvidia-smi', '--query-gpu=name,driver_version', '--format=csv,noheader'],
+                             capture_output=True, text=True).stdout.strip() if shutil.which('nvidia-smi') else 'no GPU'
+    stack = subprocess.run(['python3', '-c', 'import torch, triton, sys; print(torch.__version__, torch.version.cuda, '
+                            'triton.__version__, sys.version.split()[0])'], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(['git', 'log', '--oneline', '-1'], cwd=JOBS / 'bot', capture_output=True, text=True).stdout
+    return {'case': 'setup', 'command': f'{machine}; torch, CUDA, triton, Python: {stack}; main {head.strip()}; '
+                                        f'uid {os.geteuid()}, {os.cpu_count()} cores',
+            'layer': '', 'phases': [], 'seconds': 0.0, 'ended': ''}
+
+
+def table(records: list[dict]) -> str:
+    rows = ['| job | layer | phase | seconds |', '| --- | --- | --- | ---: |']
+    for record in records:
+        if record['case'] == 'setup':
+            rows.insert(0, f"{record['command']}\n")
+            continue
+        for name, seconds in record['phases']:
+            rows.append(f"| {record['case']} | {record['layer']} | {name} | {seconds:.1f} |")
+        rows.append(f"| **{record['case']}** | | **from start to result** | **{record['seconds']:.1f}** |")
+    return '\n'.join(rows) + '\n'
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('steps', nargs='+',
+                        choices=['setup', 'cold-bench', 'fill', 'warm-bench', 'test-kda', 'demo', 'table'])
+    parser.add_argument('--limit', type=float, default=540, help='seconds for each job (default: 540)')
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    store = JOBS / 'phases.json'
+    for step in args.steps:
+        print(f'== {step} {time.strftime("%H:%M:%S")}', flush=True)
+        records = json.loads(store.read_text()) if store.exists() and step != 'setup' else []
+        made = {'setup': setup, 'cold-bench': lambda: job('cold-bench', BENCH, 'empty', args.limit),
+                'fill': lambda: fill(args.limit), 'warm-bench': lambda: job('warm-bench', BENCH, 'filled', args.limit),
+                'test-kda': lambda: job('test-kda', TEST, 'filled', args.limit), 'demo': lambda: demo(args.limit),
+                'table': lambda: None}[step]()
+        if made:
+            records = [r for r in records if r['case'] != made['case']] + [made]
+            store.write_text(json.dumps(records, indent=1))
+            print(f"{made['case']}: {made['seconds']:.1f} s; last line: {made['ended']}", flush=True)
+        shutil.copy(store, OUT / 'phases.json')
+        (OUT / 'phases.md').write_text(table(records))
+    print(table(json.loads(store.read_text())), end='')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
