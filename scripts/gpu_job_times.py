@@ -6,7 +6,8 @@
 Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, so the next call goes on from it):
   setup       the default branch's checkout (the bot), the runner's user, the empty shared layer
   cold-bench  `/bench chunk_simple_gla --modes fwd` on the demo change, nothing compiled anywhere yet
-  fill        the shared layer filled from the default branch, as docs/ci.md asks a filler to (another user, umask 022)
+  fill        the shared layer filled with the default branch's kernels of the two ops, as docs/ci.md asks a filler to
+              (another user, umask 022)
   warm-bench  the same `/bench` in a new job that reads the filled layer
   test-kda    `/test tests/ops/test_kda.py` reading the layer
   demo        `mrbot demo` in a fresh clone, cold
@@ -48,6 +49,8 @@ MARKERS = (
     (r'^\[\d+/\d+\] (\S+) \.\.\.', r'prepare: \1'),
 )
 BENCH = '/bench chunk_simple_gla --modes fwd'
+# what the filler compiles: the kernels of the ops these jobs run (a runner's filler compiles `--all`)
+FILLED = ('fla/ops/simple_gla', 'fla/ops/kda')
 TEST = '/test tests/ops/test_kda.py'
 
 
@@ -186,10 +189,11 @@ def fill(limit: float) -> dict:
     target.mkdir(parents=True, exist_ok=True)
     env = {**runner_environment(temp), 'HOME': os.environ.get('HOME', '/root'), 'TRITON_CACHE_DIR': str(target)}
     os.umask(0o022)
-    seconds, lines = timed([f'{temp}/venv/bin/mrbot', 'compile', '--all', '--depth', 'binary', '--targets', 'sm_90'],
+    seconds, lines = timed([f'{temp}/venv/bin/mrbot', 'compile', *FILLED, '--depth', 'binary', '--targets', 'sm_90'],
                            bot, env, log, limit, {})
     entries = sum(1 for _ in target.rglob('*') if _.is_file())
-    return {'case': 'fill', 'command': 'mrbot compile --all --depth binary --targets sm_90', 'layer': f'{entries} files',
+    return {'case': 'fill', 'command': f"mrbot compile {' '.join(FILLED)} --depth binary --targets sm_90",
+            'layer': f'{entries} files',
             'phases': [('install', installed), ('compile', seconds)], 'seconds': time.monotonic() - start,
             'ended': lines[-1][1] if lines else ''}
 
