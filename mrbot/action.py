@@ -39,7 +39,9 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> in
             # the settings of the PR's merge base: a PR's own new settings are not this bot's to read yet
             base, _ = git.revisions(root, None, None, ci_event.base_branches(Config().target_branches, environ))
             config = git.config_at(root, base)
-            return run_job(root, config, environ, Path(args.out), ci_event.base_branches(config.target_branches, environ))
+            # the result names who asked: the author of the comment this run answers, as GitHub's payload has it
+            asked = {**environ, 'MRBOT_USER': ci_event.commenter(environ)}
+            return run_job(root, config, asked, Path(args.out), ci_event.base_branches(config.target_branches, environ))
         if args.forge == 'gitlab':
             from mrbot.ci import gitlab
 

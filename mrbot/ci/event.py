@@ -15,6 +15,9 @@ from mrbot.forges import Forge, connect, utc_timestamp
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
 
+# a GitHub login: letters, digits and inner hyphens, 39 at most; an app's account ends in [bot]
+LOGIN = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?(?:\[bot\])?')
+
 
 class Ended(Exception):
     """Nothing for the bot to do with this event; the message says why."""
@@ -57,19 +60,33 @@ def writable(variable: str, value: str | None) -> Path | None:
     return path
 
 
+def _payload_field(environ: Mapping[str, str], *keys: str) -> object:
+    """A field of the GitHub run's webhook payload, None where the payload or the field is missing."""
+    try:
+        with open(environ.get('GITHUB_EVENT_PATH', ''), encoding='utf-8') as payload:
+            value = json.load(payload)
+        for key in keys:
+            value = value.get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value
+
+
 def base_branches(targets: tuple[str, ...], environ: Mapping[str, str]) -> tuple[str, ...]:
     """Where a GitHub job looks for the base of its checkout: the settings' `targets`, then the repository's default
     branch as GitHub's payload names it (a clone has it as `origin/NAME`; a repository whose default is not `main`
     has no `origin/main`). GitLab's jobs take the target from GitLab's API: whoever runs a job sets its variables."""
-    try:
-        with open(environ.get('GITHUB_EVENT_PATH', ''), encoding='utf-8') as payload:
-            repository = json.load(payload).get('repository')
-        default = repository.get('default_branch') if isinstance(repository, dict) else None
-    except (OSError, ValueError, AttributeError):
-        default = None
+    default = _payload_field(environ, 'repository', 'default_branch')
     # a branch name that git takes as a revision, never as an option
     named = [f'origin/{default}', default] if isinstance(default, str) and re.fullmatch(r'[\w.][\w./-]*', default) else []
     return tuple(dict.fromkeys([*targets, *named]))
+
+
+def commenter(environ: Mapping[str, str]) -> str:
+    """The login of whoever wrote the comment that started this GitHub run; '' for another event, or a login of a form
+    GitHub does not give out."""
+    login = _payload_field(environ, 'comment', 'user', 'login')
+    return login if isinstance(login, str) and LOGIN.fullmatch(login) else ''
 
 
 def open_forge(kind: str, project: str, environ: Mapping[str, str]) -> Forge:

@@ -90,7 +90,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, t
         raise MrbotError(f'MRBOT_COMMAND/MRBOT_ARGS/MRBOT_PR: not an authorized command ({error})') from None
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
-              'requested_by': environ.get('MRBOT_USER', 'a maintainer'), 'error': '', 'bench': None, 'tests': None,
+              'requested_by': environ.get('MRBOT_USER', ''), 'error': '', 'bench': None, 'tests': None,
               'bench_command': '',
               'run_url': run_url or f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/"
                                     f"{environ.get('GITHUB_RUN_ID', '')}"}

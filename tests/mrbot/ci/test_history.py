@@ -46,7 +46,7 @@ def _bench(bot: Bot, monkeypatch, run_id: int, user: str, timed: BenchRun) -> Pa
     monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
     monkeypatch.setattr(bench_command, 'measure', lambda request, workspace: timed)
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
-                        'MRBOT_PR': str(bot.number), 'MRBOT_USER': user, 'GITHUB_RUN_ID': str(run_id),
+                        'MRBOT_PR': str(bot.number), 'GITHUB_RUN_ID': str(run_id),
                         'MRBOT_ARGS': outputs['args']}.items():
         monkeypatch.setenv(name, value)
     assert main(['action', 'run', '--out', str(downloaded / 'mrbot-result-hopper')]) == 0

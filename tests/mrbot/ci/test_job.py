@@ -29,9 +29,13 @@ from tests.mrbot.ci.fakerunner import PROJECT
 def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeypatch, kind, args, expected):
     # stands in for an H200: the capability probe is the only part of the job that needs the hardware
     monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
-    for name, value in {'MRBOT_COMMAND': kind, 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper', 'MRBOT_USER': 'alice',
+    # the comment this run answers, as GitHub hands the job its payload
+    payload = bot.tmp / 'event.json'
+    payload.write_text(json.dumps({'action': 'created', 'comment': {'user': {'login': 'alice'}}}))
+    for name, value in {'MRBOT_COMMAND': kind, 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps(args), 'GITHUB_RUN_ID': '88',
-                        'GITHUB_REPOSITORY': PROJECT, 'GITHUB_SERVER_URL': 'https://github.example'}.items():
+                        'GITHUB_EVENT_PATH': str(payload), 'GITHUB_REPOSITORY': PROJECT,
+                        'GITHUB_SERVER_URL': 'https://github.example'}.items():
         monkeypatch.setenv(name, value)
     folder = bot.tmp / 'result'
     assert main(['action', 'run', '--out', str(folder)]) == 0
@@ -42,6 +46,23 @@ def test_gpu_job_on_a_runner_of_its_class_leaves_the_result_comment(bot, monkeyp
             '[the run](https://github.example/Codertocat/Hello-World/actions/runs/88).') in body
     for pattern in expected:
         assert re.search(pattern, body), (pattern, body)
+
+
+@pytest.mark.parametrize('payload', [{'comment': {'user': {'login': 'alice`) and @everyone'}}},
+                                     {'comment': {'user': {'login': ['alice']}}}, {'pull_request': {}}, None])
+def test_the_result_names_no_one_where_the_payload_names_no_github_login(bot, monkeypatch, payload):
+    # a variable of the runner's own is not who asked either: only the payload's comment author is
+    monkeypatch.setenv('MRBOT_USER', 'mallory')
+    if payload is not None:
+        (bot.tmp / 'event.json').write_text(json.dumps(payload))
+        monkeypatch.setenv('GITHUB_EVENT_PATH', str(bot.tmp / 'event.json'))
+    for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
+                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None, 'sha': None})}.items():
+        monkeypatch.setenv(name, value)
+    folder = bot.tmp / 'result'
+    assert main(['action', 'run', '--out', str(folder)]) == 1
+    body = json.loads((folder / ARTIFACT).read_text())['body']
+    assert 'Asked by a maintainer with `/test --on hopper`' in body and '@' not in body
 
 
 def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):

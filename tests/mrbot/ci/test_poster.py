@@ -344,7 +344,7 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     bot.act('issue_comment', bot.comment_payload('/bench scale'), run_id=4242)
     folder = bot.tmp / 'result'
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
-                        'MRBOT_PR': str(bot.number), 'MRBOT_USER': 'alice', 'GITHUB_RUN_ID': '4242',
+                        'MRBOT_PR': str(bot.number), 'GITHUB_RUN_ID': '4242',
                         'MRBOT_ARGS': json.dumps({'ops': ['scale'], 'modes': [], 'shapes': [], 'rounds': 10,
                                                   'base': 'main', 'sha': None})}.items():
         monkeypatch.setenv(name, value)
