@@ -30,7 +30,9 @@ IMPLEMENTATIONS = [
 
 # Largest relative RMS error per compared quantity and input dtype.
 TOLERANCE = {
-    torch.float32: {'default': 2e-3},
+    # dA_log and ddt_bias sum a head's dg over every position and key channel, terms of both signs, so their relative
+    # error is dg's times the cancellation: at g_scale 30 the chunked dg is 4.2e-5 from float64's and dA_log 2.9e-3
+    torch.float32: {'default': 2e-3, 'dA_log': 1e-2, 'ddt_bias': 1e-2},
     torch.bfloat16: {'default': 2e-2, 'dg': 5e-2, 'dbeta': 5e-2, 'dA_log': 5e-2, 'ddt_bias': 5e-2},
 }
 
