@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mrbot import commands
 from mrbot.bench import command as bench_command
-from mrbot.ci import job
+from mrbot.ci import grammar, job
 from mrbot.ci.artifacts import ARTIFACT, read_artifact
 from mrbot.cli import main
 from mrbot.records import MrbotError
@@ -83,7 +82,7 @@ def test_the_poster_records_the_base_medians_and_ends_the_result_with_their_tren
             ('bench', bot.base[:12], bot.base, 'scale', mode, 'small', 'NVIDIA H200', True, ms)
             for mode, ms in (('fwd', 0.15), ('fwdbwd', 0.4), ('fwd', 0.12), ('fwdbwd', 0.4))]
     # both jobs are done, whatever the history did
-    assert commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '82'},
+    assert grammar.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '82'},
                                                                                            {'run': '83'}]
 
 
@@ -221,4 +220,4 @@ def test_a_result_with_malformed_timings_is_not_posted_and_still_frees_the_queue
     # in its place, the note of a job that left no result
     assert '**The job ended without leaving a result**' in _result(bot)
     assert not history.exists()
-    assert commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '87'}]
+    assert grammar.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '87'}]
