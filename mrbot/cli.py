@@ -41,7 +41,7 @@ examples:
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used.
 COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
             'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
-            'compile': 'mrbot.compile.command', 'init': 'mrbot.init', 'config': 'mrbot.settings',
+            'compile': 'mrbot.commands.compile', 'init': 'mrbot.init', 'config': 'mrbot.settings',
             'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history',
             'webhook': 'mrbot.ci.receiver'}
 

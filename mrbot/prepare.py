@@ -233,7 +233,7 @@ def select_stage(workspace: Workspace, change: ChangeSet, public: set[tuple[str,
 def compile_stage(workspace: Workspace, change: ChangeSet, options: PrepareOptions) -> Staged[CompileMatrix]:
     if options.no_compile:
         raise Skipped('--no-compile', 'mrbot compile')
-    from mrbot.compile.command import compile_change
+    from mrbot.compile.stage import compile_change
 
     matrix = compile_change(workspace, [f.path for f in change.files])
     if not matrix.reached:

@@ -142,7 +142,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     interpret = not device.startswith('compiled')
     gpu = None if interpret else local_gpu()
     if gpu is not None and missing and reusable:
-        from mrbot.compile.command import warm_kernel_cache
+        from mrbot.compile.stage import warm_kernel_cache
 
         try:
             warmed = warm_kernel_cache(workspace, missing, gpu.arch)

@@ -133,7 +133,7 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
     reasons += _findings(change, workspace, GAMING_RULES)
     run, verdict_of_try = None, 'refused'
     if not reasons:
-        from mrbot.compile.command import compile_change
+        from mrbot.compile.stage import compile_change
 
         # the caches are the checkout's: a try of the same files, or of files beside them, compiles no cell twice
         matrix = compile_change(workspace, [f.path for f in change.files], quiet=quiet, home=root)
