@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mrbot import coverage, git
-from mrbot.bench.command import BenchInterrupted, format_table, measure
 from mrbot.bench.specs import touched_ops
+from mrbot.bench.stage import BenchInterrupted, format_table, measure
 from mrbot.check import evaluate
 from mrbot.config import Config, state_dir
 from mrbot.coverage import OpCoverage, read_observations

@@ -36,7 +36,7 @@ SHARED = Path('/opt/mrbot-shared')
 REPOSITORY = 'mrbot-dev/mrbot'
 OUT = Path(os.environ.get('OUT', '/tmp/jobs/out'))
 IDENTITY = ('-c', 'user.name=gpu', '-c', 'user.email=gpu@localhost')
-# A line that starts a phase: the job's own progress lines on stderr (mrbot/bench/command.py, mrbot/ci/job.py,
+# A line that starts a phase: the job's own progress lines on stderr (mrbot/bench/stage.py, mrbot/ci/job.py,
 # mrbot/prepare.py's steps).
 MARKERS = (
     (r'^setting up the base side', 'base side: compile, autotune'),

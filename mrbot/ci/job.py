@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mrbot import git
-from mrbot.bench import command as bench_command
+from mrbot.bench import stage as bench_stage
 from mrbot.bench.specs import load_specs
 from mrbot.ci import grammar
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
@@ -43,7 +43,7 @@ def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[BenchRun
     request = BenchRequest(ops=tuple(args['ops']), from_diff=not args['ops'], base=base, rounds=args['rounds'],
                            modes=tuple(args['modes']) or BENCH_MODES, shapes=tuple(args['shapes']),
                            command=('mrbot', 'bench', *argv, '--base', base, '--rounds', str(args['rounds'])))
-    return bench_command.measure(request, workspace), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+    return bench_stage.measure(request, workspace), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
 def _base_timings(run: BenchRun) -> list[dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.bench.command import PLAUSIBLE_SPEEDUP, BenchInterrupted, measure
+from mrbot.bench.stage import PLAUSIBLE_SPEEDUP, BenchInterrupted, measure
 from mrbot.check import evaluate
 from mrbot.loop.claim import claim, no_go
 from mrbot.loop.contract import freeze

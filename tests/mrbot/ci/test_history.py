@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mrbot.bench import command as bench_command
+from mrbot.bench import stage as bench_stage
 from mrbot.ci import grammar, job
 from mrbot.ci.artifacts import ARTIFACT, read_artifact
 from mrbot.cli import main
@@ -43,7 +43,7 @@ def _bench(bot: Bot, monkeypatch, run_id: int, user: str, timed: BenchRun) -> Pa
     assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
     # stands in for an H200 that timed the run: the bench itself is tested where it lives
     monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
-    monkeypatch.setattr(bench_command, 'measure', lambda request, workspace: timed)
+    monkeypatch.setattr(bench_stage, 'measure', lambda request, workspace: timed)
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_USER': user, 'GITHUB_RUN_ID': str(run_id),
                         'MRBOT_ARGS': outputs['args']}.items():
