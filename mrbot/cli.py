@@ -39,7 +39,7 @@ examples:
   mrbot help check                 the options of one command'''
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used.
-COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.commands.bench', 'rules': 'mrbot.rules',
+COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.commands.test', 'bench': 'mrbot.commands.bench', 'rules': 'mrbot.rules',
             'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
             'compile': 'mrbot.commands.compile', 'init': 'mrbot.init', 'config': 'mrbot.settings',
             'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history',

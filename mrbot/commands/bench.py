@@ -15,11 +15,11 @@ from pathlib import Path
 from mrbot import git
 from mrbot.bench.specs import format_specs
 from mrbot.bench.stage import DEFAULT_MIN_EFFECT, BenchInterrupted, compare, format_table, measure
+from mrbot.commands.record_file import writable_file, write_record
 from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_DISPATCH, BENCH_MODES, BenchRequest, BenchRun, check_min_effect, parse_environment
 from mrbot.store import Store
-from mrbot.testing import writable_file, write_record
 from mrbot.words import plural
 from mrbot.workspace import Workspace
 
