@@ -183,8 +183,8 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
                                                                    f"{' and '.join(missing_kernel_stack())} not "
                                                                    "installed (pip install 'mrbot[kernels]')"))
     elif not args.no_compile:
-        from mrbot.compile.command import compile_change
         from mrbot.compile.matrix import QUICK
+        from mrbot.compile.stage import compile_change
 
         # the rules run while the kernels compile: the compile waits on its processes, the rules need the interpreter
         judged: list[CheckReport | BaseException] = []

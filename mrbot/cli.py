@@ -1,7 +1,8 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""The command surface: builds the parser, hands each subcommand to the module of its stage, and is the one place
-where an error becomes a line on stderr and an exit code."""
+"""The command surface: builds the parser, hands each subcommand to the module that carries it out (its face in
+`mrbot/commands/`, or the one module of a small command), and is the one place where an error becomes a line on stderr
+and an exit code."""
 
 from __future__ import annotations
 
@@ -39,10 +40,10 @@ examples:
   mrbot help check                 the options of one command'''
 
 # Subcommand -> the module whose `run(args)` carries it out, imported only when used.
-COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.testing', 'bench': 'mrbot.bench.command', 'rules': 'mrbot.rules',
-            'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
-            'compile': 'mrbot.compile.command', 'init': 'mrbot.init', 'config': 'mrbot.settings',
-            'cache': 'mrbot.cache', 'loop': 'mrbot.loop.command', 'history': 'mrbot.history',
+COMMANDS = {'check': 'mrbot.check', 'test': 'mrbot.commands.test', 'bench': 'mrbot.commands.bench',
+            'rules': 'mrbot.rules', 'prepare': 'mrbot.prepare', 'demo': 'mrbot.demo', 'action': 'mrbot.action',
+            'compile': 'mrbot.commands.compile', 'init': 'mrbot.init', 'config': 'mrbot.settings',
+            'cache': 'mrbot.cache', 'loop': 'mrbot.commands.loop', 'history': 'mrbot.history',
             'webhook': 'mrbot.ci.receiver'}
 
 # Subcommand -> its one-line help; its arguments come from its module.

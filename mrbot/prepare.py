@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mrbot import coverage, git
-from mrbot.bench.command import BenchInterrupted, format_table, measure
 from mrbot.bench.specs import touched_ops
+from mrbot.bench.stage import BenchInterrupted, format_table, measure
 from mrbot.check import evaluate
 from mrbot.config import Config, state_dir
 from mrbot.coverage import OpCoverage, read_observations
@@ -233,7 +233,7 @@ def select_stage(workspace: Workspace, change: ChangeSet, public: set[tuple[str,
 def compile_stage(workspace: Workspace, change: ChangeSet, options: PrepareOptions) -> Staged[CompileMatrix]:
     if options.no_compile:
         raise Skipped('--no-compile', 'mrbot compile')
-    from mrbot.compile.command import compile_change
+    from mrbot.compile.stage import compile_change
 
     matrix = compile_change(workspace, [f.path for f in change.files])
     if not matrix.reached:

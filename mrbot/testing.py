@@ -1,13 +1,12 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""`mrbot test`: the tests a change needs, run with pytest one process per file, results read from JUnit XML."""
+"""The test stage: test files run with pytest, one process per file (or a few, with pytest-xdist), results read from
+JUnit XML; the device they run on, and what to run for a selection."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
-import json
 import os
 import re
 import shlex
@@ -24,11 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from mrbot import git
-from mrbot.progress import Progress, say
+from mrbot.progress import Progress
 from mrbot.records import MrbotError
-from mrbot.records.testruns import FileRun, Selection, TestFailure, TestRun, check_workers
-from mrbot.selection import expand_paths, format_selection, select, select_change, test_files_of
+from mrbot.records.testruns import FileRun, Selection, TestFailure, check_workers
+from mrbot.selection import test_files_of
 from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.words import plural
 from mrbot.workspace import Workspace
@@ -511,39 +509,6 @@ def execute_with_progress(tests: list[str], root: Path, jobs: int, timeout: floa
         return execute(tests, root, jobs, timeout, dispatch, progress=finished, **options)
 
 
-def format_run(run: TestRun) -> str:
-    """The terminal summary of a test run: a row per file, each failure with its message, and the totals."""
-    header = ('file', 'dispatch', 'passed', 'failed', 'crashed', 'skipped', 'flaky', 'seconds')
-    rows = [(f.file, f.dispatch, str(f.passed), str(f.failed), str(len(f.crashed)), str(f.skipped), str(f.flaky),
-             f'{f.duration:.1f}') for f in run.files]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    # Names align left, numbers right.
-    lines = ['  '.join([*(c.ljust(w) for c, w in zip(row[:2], widths[:2], strict=True)),
-                        *(c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True))]).rstrip()
-             for row in [header, *rows]]
-    for f in run.files:
-        if f.note:
-            lines.append(f'{f.file}: {f.note}')
-        for label, tests in (('CRASHED', f.crashed), ('FAILED', f.failures)):
-            for failure in tests:
-                lines.append(f'{label} {failure.test}')
-                lines.extend(f'    {line}' for line in failure.message.splitlines())
-    totals = [sum(getattr(f, name) for f in run.files) for name in ('passed', 'failed', 'skipped', 'flaky')]
-    crashed = sum(len(f.crashed) for f in run.files)
-    crashes = f'{crashed} crashed ({sum(f.restarted for f in run.files)} passed after restart), ' if crashed else ''
-    lines.append(f'{totals[0]} passed, {totals[1]} failed, {crashes}{totals[2]} skipped, {totals[3]} flaky '
-                 f'in {plural(len(run.files), "file")} ({run.device})')
-    return '\n'.join(lines) + '\n'
-
-
-def _selection(args: argparse.Namespace, workspace: Workspace) -> Selection:
-    root, config = workspace.root, workspace.config
-    if args.paths:
-        return select(workspace, expand_paths(root, Path.cwd(), args.paths))
-    base, head = git.revisions(root, args.base, args.head, config.target_branches)
-    return select_change(workspace, git.changeset(root, base, head, max_bytes=config.max_file_bytes))
-
-
 def test_targets(selection: Selection, workspace: Workspace) -> tuple[list[str], bool]:
     """What to run for a selection, and whether it is the smoke set: a changed source file that no test reaches runs
     the configured smoke tests (or every test file) rather than nothing."""
@@ -582,112 +547,7 @@ def _progress_line(file_run: FileRun, done: int, total: int) -> str:
     return f'[{done}/{total}] {file_run.file} [{file_run.dispatch}] {counts} in {file_run.duration:.1f} s{note}'
 
 
-def writable_file(path: str, flag: str) -> Path:
-    """The file named by `flag path` (`--json run.json`), checked before any work: a file, not a folder, in an
-    existing folder this user may write to, so that the work is never lost to a bad path at its end."""
-    target = Path(path)
-    if target.is_dir():
-        raise MrbotError(f'{flag} {path}: a folder; expected the name of a file to write')
-    folder = target.parent
-    if not folder.is_dir():
-        raise MrbotError(f'{flag} {path}: no folder {folder}; expected a file in an existing folder')
-    if not os.access(folder, os.W_OK | os.X_OK) or target.exists() and not os.access(target, os.W_OK):
-        raise MrbotError(f'{flag} {path}: not writable by this user; expected a file it may write')
-    return target
-
-
-def write_record(target: Path, record: dict, flag: str) -> None:
-    """Write a finished run's JSON record where `flag` said; should that fail after all, print it on stdout rather
-    than lose it, and say so."""
-    text = json.dumps(record, indent=2) + '\n'
-    try:
-        target.write_text(text, encoding='utf-8')
-    except OSError as error:
-        print(text, end='', flush=True)
-        raise MrbotError(f'{flag} {target}: cannot write it ({error.strerror or error}); the record is printed above on '
-                         'stdout instead') from None
-
-
 def check_timeout(seconds: float, flag: str) -> None:
     """A per-file time limit must leave the tests some time: 0 or less would fail every file unrun."""
     if not seconds > 0:
         raise MrbotError(f'{flag} must be above 0 seconds per test file, got {seconds:g}')
-
-
-def _check_paths(paths: list[str], root: Path) -> None:
-    """Each path given exists, or is a file deleted since the last commit (which still names what imported it)."""
-    missing = [path for path in paths if not (Path.cwd() / path).exists()]
-    if not missing:
-        return
-    deleted = set(git.changed_paths(root, 'HEAD', None))
-    for path in missing:
-        target = (Path.cwd() / path).resolve()
-        if not target.is_relative_to(root.resolve()) or target.relative_to(root.resolve()).as_posix() not in deleted:
-            raise MrbotError(f'{path}: no such file or folder; expected files or folders of this repository, or files '
-                             'deleted since the last commit')
-
-
-def run(args: argparse.Namespace) -> int:
-    """`mrbot test`: select the tests a change needs, then run them file by file, or only list them with --list."""
-    check_timeout(args.timeout, '--timeout')
-    if args.jobs < 0:
-        raise MrbotError(f'--jobs must be 0 (one per CPU, or 1 on a GPU) or more, got {args.jobs}')
-    check_workers(args.workers, '--workers')
-    output = writable_file(args.json, '--json') if args.json else None
-    workspace = Workspace.load(git.repo_root(Path.cwd()))
-    root = workspace.root
-    _check_paths(args.paths, root)
-    selection = _selection(args, workspace)
-    if args.list:
-        listed = format_selection(selection, args.format)
-        print(listed if args.format == 'json' else git.printable(listed), end='')
-        return 0
-    targets, smoke = test_targets(selection, workspace)
-    if smoke:
-        print(f'no test reaches {", ".join(selection.unselected)}; running the smoke set ({plural(len(targets), "target")})')
-    if not targets:
-        changed = len(selection.changed)
-        print('no test to run: ' + ('the changed file is not' if changed == 1 else f'none of the {changed} changed files is')
-              + ' Python that a test imports')
-        return 0
-    device = device_label()
-    jobs = args.jobs or (1 if device.startswith('compiled') else usable_cores())
-    workers = processes_per_test_file(args.workers, '--workers')
-    modes = ['off', 'on'] if args.dispatch == 'both' else [args.dispatch]
-    say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time"
-        + (f', {workers} processes each' if workers > 1 else '') + f' ({device})', args.quiet)
-    files: list[FileRun] = []
-    try:
-        for mode in modes:
-            files += execute_with_progress(targets, root, jobs, args.timeout, mode, quiet=args.quiet,
-                                           title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'),
-                                           pytest_args=xdist_args(workers, '--workers'))
-    except TestsInterrupted as stopped:
-        files += stopped.files
-        test_run = TestRun(device, tuple(files), selection, smoke)
-        print(git.printable(format_run(test_run)), end='')
-        if output is not None:
-            write_record(output, test_run.to_json(), '--json')
-        raise KeyboardInterrupt(finished_files(files) + (f'; their results are in {output}' if output else '')) from None
-    test_run = TestRun(device, tuple(files), selection, smoke)
-    print(git.printable(format_run(test_run)), end='')
-    if output is not None:
-        write_record(output, test_run.to_json(), '--json')
-    return 0 if test_run.ok else 1
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('paths', nargs='*', help='changed files or folders (default: the change from --base to --head)')
-    parser.add_argument('--base', help='base revision (default: merge base of HEAD with the target branch)')
-    parser.add_argument('--head', help='head revision (default: the working tree)')
-    parser.add_argument('--list', action='store_true', help='print the selected tests and why, run nothing')
-    parser.add_argument('--format', choices=['text', 'json'], default='text', help='format of --list')
-    parser.add_argument('-j', '--jobs', type=int, default=0, help='test files at once (default: CPUs, 1 with a GPU)')
-    parser.add_argument('--workers', type=int, default=0,
-                        help='processes per test file (pytest-xdist; default on a GPU: sized from the cores and GPU '
-                             'memory, or MRBOT_TEST_WORKERS; without one: 1)')
-    parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per test file (default: 1800)')
-    parser.add_argument('--dispatch', choices=['off', 'on', 'both', 'default'], default='off',
-                        help='backend dispatch during the run: off (the Triton gate, default), on, both, default (env)')
-    parser.add_argument('--json', help='write the TestRun evidence record to this file')
-    parser.add_argument('-q', '--quiet', action='store_true', help='no progress on stderr, only the results')

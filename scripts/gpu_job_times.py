@@ -37,7 +37,7 @@ SHARED = Path('/opt/mrbot-shared')
 REPOSITORY = 'mrbot-dev/mrbot'
 OUT = Path(os.environ.get('OUT', '/tmp/jobs/out'))
 IDENTITY = ('-c', 'user.name=gpu', '-c', 'user.email=gpu@localhost')
-# A line that starts a phase: the job's own progress lines on stderr (mrbot/bench/command.py, mrbot/ci/job.py,
+# A line that starts a phase: the job's own progress lines on stderr (mrbot/bench/stage.py, mrbot/ci/job.py,
 # mrbot/prepare.py's steps).
 MARKERS = (
     (r'^setting up the base side', 'base side: compile, autotune'),
@@ -166,9 +166,9 @@ def job(case: str, text: str, layer: str, limit: float) -> dict:
 
 def accepted(text: str) -> tuple[str, str]:
     """The `command` and `args` outputs that the authorize step gives for `text` (the bot's own grammar)."""
-    code = ('import json, sys; from pathlib import Path; from mrbot import commands; from mrbot.config import load_config; '
+    code = ('import json, sys; from pathlib import Path; from mrbot.ci import grammar; from mrbot.config import load_config; '
             'from mrbot.bench.specs import load_specs; r = Path("."); c = load_config(r); '
-            'x = commands.parse(sys.argv[1], load_specs(r, c), c); print(x.kind); print(json.dumps(x.args))')
+            'x = grammar.parse(sys.argv[1], load_specs(r, c), c); print(x.kind); print(json.dumps(x.args))')
     out = subprocess.run(['python3', '-c', code, text], cwd=JOBS / 'bot', capture_output=True, text=True, check=True,
                          env={**os.environ, 'PYTHONPATH': str(JOBS / 'bot')}).stdout.split('\n')
     return out[0], out[1]

@@ -19,8 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from mrbot.commands.test import format_run  # noqa: E402
 from mrbot.records.testruns import TestRun  # noqa: E402
-from mrbot.testing import device_label, execute, format_run  # noqa: E402
+from mrbot.testing import device_label, execute  # noqa: E402
 
 STICKY_TESTS = '''
 import pytest

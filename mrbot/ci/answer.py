@@ -15,8 +15,8 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from mrbot import commands
 from mrbot.bench.specs import OpSpec
+from mrbot.ci import grammar
 from mrbot.ci.event import Ended
 from mrbot.config import Config
 from mrbot.forges import Forge
@@ -51,7 +51,7 @@ class Answer:
 
     reply: str
     reaction: str
-    command: commands.Command | None = None
+    command: grammar.Command | None = None
     runners: tuple[str, ...] = ()
     sha: str = ''
 
@@ -61,35 +61,35 @@ def reference(forge: Forge, number: int) -> str:
     return f"{'!' if forge.name == 'gitlab' else '#'}{number}"
 
 
-def _usage(user: str, error: commands.UsageError) -> str:
+def _usage(user: str, error: grammar.UsageError) -> str:
     # the error quotes what was written: as code, so that no link or markup in it renders in the bot's name
     ticks = '`' * (max(map(len, re.findall('`+', str(error))), default=0) + 1)
-    return f'@{user} {ticks} {error} {ticks}\n\n```\n{commands.USAGE}\n```'
+    return f'@{user} {ticks} {error} {ticks}\n\n```\n{grammar.USAGE}\n```'
 
 
-def _refusal(command: commands.Command, decision: commands.Decision) -> Answer:
+def _refusal(command: grammar.Command, decision: grammar.Decision) -> Answer:
     return Answer(f'Not running `{command.line()}`: {decision.reason}.', '-1')
 
 
-def acceptance(user: str, command: commands.Command, runners: tuple[str, ...], sha: str, run_id: str, run_url: str,
-               now: datetime.datetime, note: int | None, seal: commands.Seal | None) -> str:
+def acceptance(user: str, command: grammar.Command, runners: tuple[str, ...], sha: str, run_id: str, run_url: str,
+               now: datetime.datetime, note: int | None, seal: grammar.Seal | None) -> str:
     """The accepted reply: what runs, where and at which commit, with the marker the cooldown and queue count (and,
     for a command read from a GitLab note, the note, which is run once), signed with `seal`."""
-    hidden = commands.marker('accepted', seal, run=run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
-                             command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
+    hidden = grammar.marker('accepted', seal, run=run_id, user=user, at=now.isoformat(timespec='seconds'), sha=sha,
+                            command=command.kind, runners=list(runners), **({'note': note} if note is not None else {}))
     return (f"Accepted from @{user}: {command.describe()}, on {' and '.join(runners)} at `{sha[:10]}`; results come "
             f'back here. [The run]({run_url}).\n{hidden}')
 
 
 def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], bot_bodies: list[str],
            now: datetime.datetime, run_id: str, run_url: str, runner: str | None = None, *,
-           seal: commands.Seal | None) -> Answer:
+           seal: grammar.Seal | None) -> Answer:
     """Decide the answer to `request`. `bot_bodies` are the bot's comments on the request, where its markers (signed
     with `seal`, where there is one) live. `runner` is this job's runner class where one job runs per class (GitLab):
     a command for other classes, or help, is not this job's to answer (Ended)."""
     try:
-        command = commands.parse(request.text, specs, config)
-    except commands.UsageError as error:
+        command = grammar.parse(request.text, specs, config)
+    except grammar.UsageError as error:
         # what was written is quoted back to those who may give commands alone
         decision = _permission(forge, request, config)
         if not decision.allowed:
@@ -102,7 +102,7 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
         decision = _permission(forge, request, config)
         if not decision.allowed:
             return _refusal(command, decision)
-        return Answer(f'```\n{commands.USAGE}\n```', '+1', command)
+        return Answer(f'```\n{grammar.USAGE}\n```', '+1', command)
     runners = command.runners if runner is None else (runner,)
     where = reference(forge, request.number)
     decision = _admission(forge, request, runners, bot_bodies, now, config, seal)
@@ -110,19 +110,19 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
         return _refusal(command, decision)
     pull = forge.get_pull(request.number)
     if pull.state != 'open':
-        return _refusal(command, commands.Decision(False, f'{where} is {pull.state}'))
+        return _refusal(command, grammar.Decision(False, f'{where} is {pull.state}'))
     if request.head_sha is not None and request.head_sha != pull.head_sha:
         # a job of an older pipeline would run a commit the asker may never have seen
-        return _refusal(command, commands.Decision(False, f'this pipeline is of {request.head_sha[:10]}, but the head '
-                                                          f'of {where} is {pull.head_sha[:10]}; run the job of its '
-                                                          'newest pipeline'))
+        return _refusal(command, grammar.Decision(False, f'this pipeline is of {request.head_sha[:10]}, but the head '
+                                                         f'of {where} is {pull.head_sha[:10]}; run the job of its '
+                                                         'newest pipeline'))
     sha = pull.head_sha
-    decision = commands.head_moved(command, sha, where)
+    decision = grammar.head_moved(command, sha, where)
     if decision.allowed and request.given_at is not None and not command.args.get('sha'):
         # unpinned, it runs the head as it is now: only if the forge's record proves that is the head the asker saw
-        decision = commands.pushed_after(request.given_at, forge.head_pushed_at(pull), sha, where)
+        decision = grammar.pushed_after(request.given_at, forge.head_pushed_at(pull), sha, where)
         if decision.allowed and not forge.records_every_push:
-            decision = commands.changed_after(request.given_at, pull.updated_at, where)
+            decision = grammar.changed_after(request.given_at, pull.updated_at, where)
         if not decision.allowed:
             return _unproven(command, decision, sha)
     if not decision.allowed:
@@ -132,14 +132,14 @@ def answer(forge: Forge, request: Request, config: Config, specs: list[OpSpec], 
     try:
         # what the GPU job will parse again: refuse here what it would refuse there
         for each in runners:
-            commands.from_json(command.kind, command.args, each, specs, config)
-    except commands.UsageError as error:
+            grammar.from_json(command.kind, command.args, each, specs, config)
+    except grammar.UsageError as error:
         return Answer(_usage(request.asker, error), 'confused')
     return Answer(acceptance(request.asker, command, runners, sha, run_id, run_url, now, request.note, seal), 'eyes',
                   command, runners, sha)
 
 
-def _unproven(command: commands.Command, decision: commands.Decision, sha: str) -> Answer:
+def _unproven(command: grammar.Command, decision: grammar.Decision, sha: str) -> Answer:
     """The refusal of an unpinned command whose head the asker may not have seen, with the pinned command to copy."""
     pinned = dataclasses.replace(command, args={**command.args, 'sha': sha})
     return Answer(f'Not running `{command.line()}`: {decision.reason}. To run `{sha[:12]}` once you have looked at '
@@ -147,28 +147,28 @@ def _unproven(command: commands.Command, decision: commands.Decision, sha: str) 
 
 
 def _admission(forge: Forge, request: Request, runners: tuple[str, ...], bot_bodies: list[str],
-               now: datetime.datetime, config: Config, seal: commands.Seal | None) -> commands.Decision:
+               now: datetime.datetime, config: Config, seal: grammar.Seal | None) -> grammar.Decision:
     """May the request start jobs on `runners`, given the bot's comments `bot_bodies`: a note not yet run on them, and
     its asker (and on GitLab whoever ran the job) allowed, within the cooldown and the queue."""
     if request.note is not None and any(m.get('note') == request.note and set(runners) & set(m.get('runners') or ())
-                                        for m in commands.markers(bot_bodies, 'accepted', seal)):
-        return commands.Decision(False, f'note {request.note} has been run already on {" and ".join(runners)}; a new '
-                                        'note asks again')
+                                        for m in grammar.markers(bot_bodies, 'accepted', seal)):
+        return grammar.Decision(False, f'note {request.note} has been run already on {" and ".join(runners)}; a new '
+                                       'note asks again')
     for login, association, permission in _askers(forge, request):
-        decision = commands.authorize(login, association, permission, bot_bodies, now, config, len(runners),
-                                      request.note, seal=seal)
+        decision = grammar.authorize(login, association, permission, bot_bodies, now, config, len(runners),
+                                     request.note, seal=seal)
         if not decision.allowed:
             return decision
-    return commands.Decision(True)
+    return grammar.Decision(True)
 
 
-def _permission(forge: Forge, request: Request, config: Config) -> commands.Decision:
+def _permission(forge: Forge, request: Request, config: Config) -> grammar.Decision:
     """May the request's asker (and on GitLab whoever ran the job) give commands at all."""
     for login, association, permission in _askers(forge, request):
-        decision = commands.permitted(login, association, permission, config)
+        decision = grammar.permitted(login, association, permission, config)
         if not decision.allowed:
             return decision
-    return commands.Decision(True)
+    return grammar.Decision(True)
 
 
 def _askers(forge: Forge, request: Request) -> list[tuple[str, str, str]]:
@@ -183,7 +183,7 @@ def _askers(forge: Forge, request: Request) -> list[tuple[str, str, str]]:
 
 
 def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Config, now: datetime.datetime,
-           seal: commands.Seal | None) -> Answer:
+           seal: grammar.Seal | None) -> Answer:
     """`given`, an answer posted as comment `reply`, held again to the bot's comments before it: two commands answered
     at once each counted without the other's acceptance, and the later reply yields, edited into a refusal. The
     refusal marks its own run done: the accepted marker it replaces stays in the comment's edit history, and a copy of
@@ -196,13 +196,13 @@ def settle(forge: Forge, request: Request, given: Answer, reply: int, config: Co
     except MrbotError as error:
         # an accepted reply that nothing runs for would hold its queue slots until they expire
         print(f'mrbot action: settling the reply: {error}', file=sys.stderr)
-        decision = commands.Decision(False, 'its acceptance could not be checked against the replies before it; '
-                                            'give the command again')
+        decision = grammar.Decision(False, 'its acceptance could not be checked against the replies before it; '
+                                           'give the command again')
     if decision.allowed:
         return given
     refused = _refusal(given.command, decision)
-    runs = [str(m.get('run')) for m in commands.markers([given.reply], 'accepted', seal)]
-    body = '\n'.join([refused.reply, *(commands.marker('done', seal, run=run) for run in runs)]) + '\n'
+    runs = [str(m.get('run')) for m in grammar.markers([given.reply], 'accepted', seal)]
+    body = '\n'.join([refused.reply, *(grammar.marker('done', seal, run=run) for run in runs)]) + '\n'
     forge.edit_comment(request.number, reply, body)
     return replace(refused, reply=body)
 

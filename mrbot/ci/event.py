@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mrbot.commands import Seal
+from mrbot.ci.grammar import Seal
 from mrbot.forges import Forge, connect, utc_timestamp
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject

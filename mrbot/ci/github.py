@@ -15,9 +15,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrbot import commands, git
+from mrbot import git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
+from mrbot.ci import grammar
 from mrbot.ci.answer import Answer, Request, answer, deliver, settle
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.ci.event import Ended, Event, payload_time, writable, write_outputs
@@ -93,7 +94,7 @@ def comment_command(event: Event, root: Path, config: Config, environ: Mapping[s
     if not issue.optional_mapping('pull_request'):
         raise Ended(f'#{number} is an issue, not a pull request')
     text = comment.optional_text('body')
-    if not commands.is_command(text):
+    if not grammar.is_command(text):
         raise Ended('the comment is not a command')
     user = comment.object('user')
     login, comment_id = user.text('login'), comment.integer('id')

@@ -15,9 +15,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrbot import commands, git
+from mrbot import git
 from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
+from mrbot.ci import grammar
 from mrbot.ci.answer import Request, answer, deliver, settle
 from mrbot.ci.artifacts import read_artifact
 from mrbot.ci.event import Ended, Event
@@ -110,7 +111,7 @@ def act(root: Path, environ: Mapping[str, str], out: Path | None) -> int:
     require_kernel_stack('a GitLab command job')
     notes = forge.comments(number)
     # one job answers one command: a job token handed to other jobs would run them all under one run
-    if any(str(m.get('run')) == event.run_id for m in commands.markers(bot_bodies(notes), 'accepted', None)):
+    if any(str(m.get('run')) == event.run_id for m in grammar.markers(bot_bodies(notes), 'accepted', None)):
         raise MrbotError(f'job {job.id} has answered a command already; a new job runs the next')
     request = command_request(notes, number, job, environ)
     now = datetime.datetime.now(datetime.timezone.utc)

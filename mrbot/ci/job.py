@@ -9,9 +9,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrbot import commands, git
-from mrbot.bench import command as bench_command
+from mrbot import git
+from mrbot.bench import stage as bench_stage
 from mrbot.bench.specs import load_specs
+from mrbot.ci import grammar
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
 from mrbot.config import Config
 from mrbot.progress import say
@@ -42,7 +43,7 @@ def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[BenchRun
     request = BenchRequest(ops=tuple(args['ops']), from_diff=not args['ops'], base=base, rounds=args['rounds'],
                            modes=tuple(args['modes']) or BENCH_MODES, shapes=tuple(args['shapes']),
                            command=('mrbot', 'bench', *argv, '--base', base, '--rounds', str(args['rounds'])))
-    return bench_command.measure(request, workspace), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
+    return bench_stage.measure(request, workspace), ' '.join(['mrbot bench', *argv, '--base', base[:12]])
 
 
 def _base_timings(run: BenchRun) -> list[dict]:
@@ -83,10 +84,10 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, t
     if runner not in config.runners:
         raise MrbotError(f"MRBOT_RUNNER={runner}: unknown runner class; expected one of {', '.join(config.runners)}")
     try:
-        command = commands.from_json(environ['MRBOT_COMMAND'], json.loads(environ['MRBOT_ARGS']), runner,
-                                     load_specs(root, config), config)
+        command = grammar.from_json(environ['MRBOT_COMMAND'], json.loads(environ['MRBOT_ARGS']), runner,
+                                    load_specs(root, config), config)
         pr = int(environ['MRBOT_PR'])
-    except (ValueError, commands.UsageError) as error:
+    except (ValueError, grammar.UsageError) as error:
         raise MrbotError(f'MRBOT_COMMAND/MRBOT_ARGS/MRBOT_PR: not an authorized command ({error})') from None
     server = environ.get('GITHUB_SERVER_URL', 'https://github.com')
     result = {'kind': command.kind, 'runner': runner, 'pr': pr, 'sha': sha, 'base': '', 'line': command.line(),
@@ -99,7 +100,7 @@ def run_job(root: Path, config: Config, environ: Mapping[str, str], out: Path, t
         head = git.resolve(root, 'HEAD')
         if head != sha:
             raise MrbotError(f'the checkout is at {head[:12]}, but the command was authorized for {sha[:12]}')
-        wanted = commands.capabilities(config.runners[runner])
+        wanted = grammar.capabilities(config.runners[runner])
         gpu = local_gpu()
         have = gpu.target if gpu else ''
         if wanted and have not in wanted:

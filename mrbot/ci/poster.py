@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mrbot import commands
+from mrbot.ci import grammar
 from mrbot.ci.artifacts import ARTIFACT, MAX_ARTIFACTS, Superseded, read_artifact, regraded, validate_for_run
 from mrbot.ci.event import Ended, Event, write_summary
 from mrbot.ci.inert import inert
@@ -28,7 +28,7 @@ _LEVEL_ORDER = {'failure': 0, 'warning': 1, 'notice': 2}
 
 def bot_bodies(notes: list[Note]) -> list[str]:
     """The bodies of the bot's comments among a PR's `notes`, where its markers live (the markers are proven by their
-    seal where there is one, see `commands.Seal`)."""
+    seal where there is one, see `grammar.Seal`)."""
     return [note.body for note in notes if note.by_bot]
 
 
@@ -119,20 +119,20 @@ def withheld_check(forge: Forge, artifact: dict) -> Withheld | None:
     return None
 
 
-def with_done(body: str, run: str, seal: commands.Seal | None) -> str:
+def with_done(body: str, run: str, seal: grammar.Seal | None) -> str:
     """The accepted reply `body` marked done by `run`, signed with `seal`: one record per job, which no later comment
     replaces (a result comment is sticky per command and runner class, so a marker there lasted only until the next
     result, and the jobs it had finished counted as queued again)."""
-    return f"{body.rstrip(chr(10))}\n{commands.marker('done', seal, run=run)}\n"
+    return f"{body.rstrip(chr(10))}\n{grammar.marker('done', seal, run=run)}\n"
 
 
-def _mark_done(forge: Forge, number: int, run: str, notes: list[Note], seal: commands.Seal | None) -> None:
+def _mark_done(forge: Forge, number: int, run: str, notes: list[Note], seal: grammar.Seal | None) -> None:
     """Mark done the bot's accepted reply among `notes` that queued `run`: the first that carries its marker, since a
     workflow echoing that reply may have copied the marker into more comments, each of which would cost an edit."""
     for note in notes:
-        accepted = commands.markers([note.body], 'accepted', seal) if note.by_bot else []
+        accepted = grammar.markers([note.body], 'accepted', seal) if note.by_bot else []
         if any(str(m.get('run')) == run for m in accepted):
-            if not commands.markers([note.body], 'done', seal):
+            if not grammar.markers([note.body], 'done', seal):
                 forge.edit_comment(number, note.id, with_done(note.body, run, seal))
             return
 
@@ -220,7 +220,7 @@ def post_run(open_forge: Callable[[], Forge], event: Event, folder: Path | None,
         return forge.comments(pr)
 
     def accepted_on(pr: int) -> list[dict]:
-        return commands.markers(bot_bodies(notes_on(pr)), 'accepted', event.seal(forge.name, pr))
+        return grammar.markers(bot_bodies(notes_on(pr)), 'accepted', event.seal(forge.name, pr))
 
     read = []
     for path in paths:

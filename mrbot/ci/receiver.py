@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mrbot import commands
+from mrbot.ci import grammar
 from mrbot.ci.inbox import Inbox, NoteEvent, Pending
 from mrbot.ci.inert import inert
 from mrbot.forges import GITLAB_URL, MAX_BACKOFF, connect
@@ -203,8 +203,8 @@ def note_event(body: bytes, project: str) -> NoteEvent | str:
     # the line the GPU job reads back as the command (ci/gitlab.py)
     line = attributes.text('note').split('\n', 1)[0].strip()
     try:
-        runners = commands.requested_runners(line)
-    except commands.UsageError:
+        runners = grammar.requested_runners(line)
+    except grammar.UsageError:
         return 'malformed'
     if runners is None:
         return 'not-command'
@@ -450,7 +450,7 @@ class Receiver:
             return Outcome('dropped', "the bot's own note")
         permission = await asyncio.to_thread(forge.permission, event.author)
         # the job checks the role again; this spares the GPU runners the notes of strangers
-        if permission not in commands.WRITE_PERMISSIONS:
+        if permission not in grammar.WRITE_PERMISSIONS:
             return Outcome('dropped', f'{event.author} has {permission} access, below Developer')
         # GitLab runs a fork's merge request pipeline in this project with its secrets and the fork's .gitlab-ci.yml
         if pull.head_repo != forge.project:

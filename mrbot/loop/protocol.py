@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot import git
-from mrbot.bench.command import PLAUSIBLE_SPEEDUP, BenchInterrupted, measure
+from mrbot.bench.stage import PLAUSIBLE_SPEEDUP, BenchInterrupted, measure
 from mrbot.check import evaluate
 from mrbot.loop.claim import claim, no_go
 from mrbot.loop.contract import freeze
@@ -133,7 +133,7 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
     reasons += _findings(change, workspace, GAMING_RULES)
     run, verdict_of_try = None, 'refused'
     if not reasons:
-        from mrbot.compile.command import compile_change
+        from mrbot.compile.stage import compile_change
 
         # the caches are the checkout's: a try of the same files, or of files beside them, compiles no cell twice
         matrix = compile_change(workspace, [f.path for f in change.files], quiet=quiet, home=root)

@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from mrbot.bench import command
+from mrbot.bench import stage as bench_stage
 from mrbot.cli import main
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import Plan
@@ -42,8 +42,8 @@ def _kernel(delay: float = BASELINE_DELAY, **replacements: str) -> str:
 def stand_in_gpu(monkeypatch):
     """Numbers from this CPU counted as evidence, as a GPU's would be, so that verdicts and promotion can be reached;
     the kernels still run in the Triton interpreter."""
-    monkeypatch.setattr('mrbot.bench.command.device_label', lambda: 'compiled (a stand-in for a GPU in this test)')
-    monkeypatch.setattr('mrbot.bench.command.cached_ceilings', lambda state, gpu: {'copy_tbs': 1.0, 'bf16_tflops': 1.0})
+    monkeypatch.setattr('mrbot.bench.stage.device_label', lambda: 'compiled (a stand-in for a GPU in this test)')
+    monkeypatch.setattr('mrbot.bench.stage.cached_ceilings', lambda state, gpu: {'copy_tbs': 1.0, 'bf16_tflops': 1.0})
 
 
 def _loop(capsys, *argv: str) -> tuple[int, str, str]:
@@ -198,7 +198,7 @@ def test_on_a_gpu_the_gates_kernels_are_compiled_once_before_its_tests(repo, mon
                                                                         tmp_path):
     """The gate's test processes would each compile every kernel their tests launch; compiled first on every core, each
     is compiled once, into the cache the tests then load from."""
-    monkeypatch.setattr(command, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setattr(bench_stage, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
     monkeypatch.setenv('TRITON_CACHE_DIR', str(tmp_path / 'triton'))
     repo.commit(files(BASELINE_DELAY))
     monkeypatch.chdir(repo.root)
@@ -215,13 +215,13 @@ def test_on_a_gpu_the_gates_kernels_are_compiled_once_before_its_tests(repo, mon
 
 def test_a_gate_whose_kernels_cannot_be_compiled_ahead_runs_all_the_same(repo, monkeypatch, capsys, stand_in_gpu):
     """Compiling ahead only saves time: where it fails, the gate's tests compile what they launch, as before."""
-    from mrbot.compile import command as compile_command
+    from mrbot.compile import stage as compile_stage
 
     def broken(*args):
         raise MrbotError('lib/other.py:5: TARGETS declares the targets a module is written for')
 
-    monkeypatch.setattr(command, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
-    monkeypatch.setattr(compile_command, 'warm_kernel_cache', broken)
+    monkeypatch.setattr(bench_stage, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setattr(compile_stage, 'warm_kernel_cache', broken)
     repo.commit(files(BASELINE_DELAY))
     monkeypatch.chdir(repo.root)
     code, out, err = _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3')
@@ -239,15 +239,15 @@ def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, 
     monkeypatch.chdir(repo.root)
     assert _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3', '-q')[0] == 0
     gated = []
-    run_gate = command.execute_with_progress
-    monkeypatch.setattr(command, 'execute_with_progress', lambda files, *a, **k: gated.append(files) or run_gate(
+    run_gate = bench_stage.execute_with_progress
+    monkeypatch.setattr(bench_stage, 'execute_with_progress', lambda files, *a, **k: gated.append(files) or run_gate(
         files, *a, **k))
-    interleave = command.interleave
+    interleave = bench_stage.interleave
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(command, 'interleave', stopped)
+    monkeypatch.setattr(bench_stage, 'interleave', stopped)
     repo.write({CHUNK: _kernel(BASELINE_DELAY / 2)})
     code, _, err = _loop(capsys, 'try', '-q', '--note', 'half the delay')
     repo.git('checkout', '-q', '--', '.')
@@ -258,7 +258,7 @@ def test_a_try_stopped_while_timing_is_kept_and_its_kernels_stay_compiled(repo, 
     assert (stopped_try['verdict'], stopped_try['gate']) == ('interrupted', 'passed')
     assert stopped_try['reasons'][0]['message'].startswith('the gate passed, then the timing stopped: ')
 
-    monkeypatch.setattr(command, 'interleave', interleave)
+    monkeypatch.setattr(bench_stage, 'interleave', interleave)
     code, out, _ = _loop(capsys, 'try', '-q', '--commit', stopped_try['sha'], '--note', 'half the delay, timed')
     assert code == 0 and 'try 2' in out and ': faster' in out
     # the machine's time went to timing: the gate these files passed on this device did not run again

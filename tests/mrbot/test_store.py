@@ -200,7 +200,7 @@ def test_bench_record_appends_the_base_and_head_medians(repo, monkeypatch):
 @pytest.mark.parametrize('record', [True, False])
 def test_bench_json_record_is_what_history_stores(record, repo, monkeypatch, capsys, tmp_path):
     """`mrbot bench --record` stores the run it prints; without the flag nothing is written."""
-    from tests.mrbot.bench.test_command import _files
+    from tests.mrbot.bench.test_stage import _files
 
     repo.commit(_files())
     monkeypatch.chdir(repo.root)

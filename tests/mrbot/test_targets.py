@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from mrbot.cli import main
-from mrbot.compile.command import compile_change
 from mrbot.compile.launches import Launch
 from mrbot.compile.matrix import evidence_of, plan_cells
+from mrbot.compile.stage import compile_change
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.prepare import render_body
 from mrbot.records import MrbotError

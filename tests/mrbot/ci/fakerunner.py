@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mrbot import commands
 from mrbot.ci import event as ci_event
+from mrbot.ci import grammar
 from mrbot.cli import main
 from mrbot.forges import connect
 from tests.mrbot import webhooks
@@ -97,9 +97,9 @@ class Bot:
         self.signing_key = SIGNING_KEY
 
     @property
-    def seal(self) -> commands.Seal:
+    def seal(self) -> grammar.Seal:
         """What proves the bot's markers on the PR."""
-        return commands.Seal.of(SIGNING_KEY.encode(), 'github', PROJECT, self.number)
+        return grammar.Seal.of(SIGNING_KEY.encode(), 'github', PROJECT, self.number)
 
     def pull_request_payload(self, action_name: str = 'opened', **changes) -> dict:
         payload = webhooks.example('pull_request', 'opened')

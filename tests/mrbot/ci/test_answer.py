@@ -11,8 +11,7 @@ import types
 
 import pytest
 
-from mrbot import commands
-from mrbot.ci import github
+from mrbot.ci import github, grammar
 from mrbot.config import Config
 from tests.mrbot.forges.fakeforge import OPENED, created_at
 
@@ -28,7 +27,7 @@ def test_a_member_command_is_accepted_at_the_current_head(bot):
     reply = bot.server.comments_on(bot.number)[-1][1]
     assert reply.startswith(f'Accepted from @alice: mrbot bench on scale --modes fwd, 10 rounds, against main, on hopper '
                             f'at `{bot.head[:10]}`')
-    [accepted] = commands.markers([reply], 'accepted', bot.seal)
+    [accepted] = grammar.markers([reply], 'accepted', bot.seal)
     assert accepted['run'] == '555' and accepted['sha'] == bot.head
     assert [r[1] for r in bot.server.reactions] == ['eyes']
 
@@ -63,7 +62,7 @@ def test_injection_attempts_are_usage_errors(bot, text):
 def test_help_answers_with_the_usage(bot):
     _, outputs, _ = bot.act('issue_comment', bot.comment_payload('/mrbot help'))
     assert outputs['command'] == 'help' and outputs['authorized'] == 'true'
-    assert commands.USAGE in bot.server.comments_on(bot.number)[-1][1]
+    assert grammar.USAGE in bot.server.comments_on(bot.number)[-1][1]
 
 
 def test_help_is_answered_to_those_who_may_give_commands_alone(bot):
@@ -215,9 +214,9 @@ def test_of_two_commands_answered_at_once_the_later_yields(bot, monkeypatch):
     assert (first['authorized'], second['authorized']) == ('true', 'false')
     replies = [body for author, body in bot.server.comments_on(bot.number) if author == 'github-actions[bot]']
     assert replies[0].startswith('Accepted from @alice') and replies[1].startswith('Not running `/bench scale')
-    assert 'try again in' in replies[1] and commands.markers(replies[1:], 'accepted', bot.seal) == []
+    assert 'try again in' in replies[1] and grammar.markers(replies[1:], 'accepted', bot.seal) == []
     # the accepted marker it replaced stays in the edit history: a copy of it finds its run done
-    assert [m['run'] for m in commands.markers(replies[1:], 'done', bot.seal)] == ['702']
+    assert [m['run'] for m in grammar.markers(replies[1:], 'done', bot.seal)] == ['702']
 
 
 def test_of_two_commands_at_once_the_one_that_started_first_and_replied_last_yields(bot, monkeypatch):
@@ -243,7 +242,7 @@ def test_an_accepted_reply_that_cannot_be_settled_becomes_a_refusal_that_holds_n
     [reply] = [body for author, body in bot.server.comments_on(number) if author == 'github-actions[bot]']
     assert outputs['authorized'] == 'false' and reply.startswith('Not running `/bench scale --on hopper blackwell ')
     now = datetime.datetime.now(datetime.timezone.utc)
-    assert commands.authorize('bob', 'MEMBER', 'write', [reply], now, Config(), jobs=2, seal=bot.seal).allowed
+    assert grammar.authorize('bob', 'MEMBER', 'write', [reply], now, Config(), jobs=2, seal=bot.seal).allowed
 
 
 def test_markers_another_workflow_echoes_from_a_pr_count_for_nothing(bot):

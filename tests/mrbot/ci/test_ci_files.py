@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mrbot import commands
+from mrbot.ci import grammar
 from tests.mrbot.ci.fakerunner import TOKEN_JOBS
 
 ROOT = Path(__file__).parents[3]
@@ -205,8 +205,8 @@ def test_the_jobs_holding_a_write_token_run_on_the_hash_pinned_set_alone(bot, mo
     assert code == 0
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert '**The job ended without leaving a result**' in bodies[-1]
-    assert commands.markers([body for body in bodies if commands.markers([body], 'accepted', bot.seal)], 'done',
-                            bot.seal) == [
+    assert grammar.markers([body for body in bodies if grammar.markers([body], 'accepted', bot.seal)], 'done',
+                           bot.seal) == [
         {'run': '61'}]
     # every line pins one version by its hashes, as `pip install --require-hashes` demands
     requirements = re.sub(r'\\\n\s*', ' ', TOKEN_JOBS.read_text())

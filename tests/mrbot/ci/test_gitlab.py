@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from mrbot import commands
 from mrbot.ci import gitlab as ci_gitlab
+from mrbot.ci import grammar
 from mrbot.ci.artifacts import ARTIFACT, write_artifact
 from mrbot.cli import main
 from mrbot.config import Config
@@ -116,11 +116,11 @@ def test_gitlab_command_is_authorized_by_access_level(lab, monkeypatch):
     # a Developer may; this runner has no GPU, so the job fails loudly and the note says why
     assert main(['action', '--forge', 'gitlab']) == 1
     accepted, result = server.notes_on(iid)[-2][1], server.notes_on(iid)[-1][1]
-    assert accepted.startswith('Accepted from @alice: mrbot test on ') and commands.markers([accepted], 'accepted', None)
+    assert accepted.startswith('Accepted from @alice: mrbot test on ') and grammar.markers([accepted], 'accepted', None)
     assert 'this runner has no GPU, but class hopper needs sm_90' in result
     # the run is the job as GitLab tells it: the pipeline's id and page are shared, and variables its runner may set
     assert '[the run](https://gitlab.example/lab/kernels/fla/-/jobs/9002)' in result
-    assert commands.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '9002'}]
+    assert grammar.markers([server.notes_on(iid)[-2][1]], 'done', None) == [{'run': '9002'}]
     # a second request within the cooldown is refused, as on GitHub
     _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 0
@@ -269,7 +269,7 @@ def test_gitlab_one_job_token_answers_one_command(lab, monkeypatch):
         monkeypatch.setenv('MRBOT_COMMAND_NOTE', str(server.add_note(iid, '/test --on hopper', author=author)))
         main(['action', '--forge', 'gitlab'])
     bodies = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
-    assert len(commands.markers(bodies, 'accepted', None)) == 1
+    assert len(grammar.markers(bodies, 'accepted', None)) == 1
 
 
 def test_gitlab_a_refusal_marks_done_its_own_job_and_no_other_of_the_pipeline(lab, monkeypatch):
@@ -298,7 +298,7 @@ def test_gitlab_a_refusal_marks_done_its_own_job_and_no_other_of_the_pipeline(la
     assert bodies[-1].startswith('Not running')
     # bob's job and alice's first are still running: the default limit of 2 leaves room for no third
     now = datetime.datetime.now(datetime.timezone.utc)
-    assert not commands.authorize('carol', 'MEMBER', 'write', bodies, now, Config(), seal=None).allowed
+    assert not grammar.authorize('carol', 'MEMBER', 'write', bodies, now, Config(), seal=None).allowed
 
 
 def test_gitlab_the_run_linked_is_the_job_as_gitlab_tells_it_not_the_variables_of_its_runner(lab, monkeypatch):
@@ -307,14 +307,14 @@ def test_gitlab_the_run_linked_is_the_job_as_gitlab_tells_it_not_the_variables_o
     monkeypatch.setattr(ci_gitlab, 'run_job', _still_running)
     monkeypatch.setenv('MRBOT_RUNNER', 'hopper')
     monkeypatch.setenv('MRBOT_COMMAND', '/test --on hopper')
-    forged = commands.marker('accepted', None, run='1', user='victim', at=datetime.datetime.now(
+    forged = grammar.marker('accepted', None, run='1', user='victim', at=datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec='seconds'), sha='0' * 40, command='test', runners=['hopper', 'x'])
     monkeypatch.setenv('CI_PIPELINE_URL', f'https://x)\n/approve\n{forged}\n[x](https://x')
     _job_run_by(server, monkeypatch, 'alice')
     main(['action', '--forge', 'gitlab'])
     [accepted] = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
     assert '/approve' not in accepted and '/-/jobs/' in accepted
-    assert [m['user'] for m in commands.markers([accepted], 'accepted', None)] == ['alice']
+    assert [m['user'] for m in grammar.markers([accepted], 'accepted', None)] == ['alice']
 
 
 def test_gitlab_a_job_whose_result_cannot_be_posted_is_marked_done_all_the_same(lab, monkeypatch):
@@ -332,8 +332,8 @@ def test_gitlab_a_job_whose_result_cannot_be_posted_is_marked_done_all_the_same(
     _job_run_by(server, monkeypatch, 'alice')
     assert main(['action', '--forge', 'gitlab']) == 2
     bodies = [body for author, body in server.notes_on(iid) if author == 'project_7_bot']
-    assert [m['run'] for m in commands.markers(bodies, 'done', None)] == [
-        m['run'] for m in commands.markers(bodies, 'accepted', None)]
+    assert [m['run'] for m in grammar.markers(bodies, 'done', None)] == [
+        m['run'] for m in grammar.markers(bodies, 'accepted', None)]
 
 
 def test_a_gitlab_command_job_posts_only_its_own_result(lab, monkeypatch):

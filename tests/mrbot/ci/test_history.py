@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mrbot import commands
-from mrbot.bench import command as bench_command
-from mrbot.ci import job
+from mrbot.bench import stage as bench_stage
+from mrbot.ci import grammar, job
 from mrbot.ci.artifacts import ARTIFACT, read_artifact
 from mrbot.cli import main
 from mrbot.records import MrbotError
@@ -44,7 +43,7 @@ def _bench(bot: Bot, monkeypatch, run_id: int, user: str, timed: BenchRun) -> Pa
     assert outputs['authorized'] == 'true', bot.server.comments_on(bot.number)[-1][1]
     # stands in for an H200 that timed the run: the bench itself is tested where it lives
     monkeypatch.setattr(job, 'local_gpu', lambda: Gpu('NVIDIA H200', (9, 0), 141 * 2**30))
-    monkeypatch.setattr(bench_command, 'measure', lambda request, workspace: timed)
+    monkeypatch.setattr(bench_stage, 'measure', lambda request, workspace: timed)
     for name, value in {'MRBOT_COMMAND': 'bench', 'MRBOT_SHA': bot.head, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'GITHUB_RUN_ID': str(run_id),
                         'MRBOT_ARGS': outputs['args']}.items():
@@ -83,7 +82,7 @@ def test_the_poster_records_the_base_medians_and_ends_the_result_with_their_tren
             ('bench', bot.base[:12], bot.base, 'scale', mode, 'small', 'NVIDIA H200', True, ms)
             for mode, ms in (('fwd', 0.15), ('fwdbwd', 0.4), ('fwd', 0.12), ('fwdbwd', 0.4))]
     # both jobs are done, whatever the history did
-    assert commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '82'},
+    assert grammar.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '82'},
                                                                                            {'run': '83'}]
 
 
@@ -221,4 +220,4 @@ def test_a_result_with_malformed_timings_is_not_posted_and_still_frees_the_queue
     # in its place, the note of a job that left no result
     assert '**The job ended without leaving a result**' in _result(bot)
     assert not history.exists()
-    assert commands.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '87'}]
+    assert grammar.markers([b for _, b in bot.server.comments_on(bot.number)], 'done', bot.seal) == [{'run': '87'}]

@@ -12,8 +12,8 @@ import pytest
 
 from mrbot.ci import job
 from mrbot.ci.artifacts import ARTIFACT
+from mrbot.ci.grammar import Command
 from mrbot.cli import main
-from mrbot.commands import Command
 from mrbot.testing import Gpu
 from tests.mrbot.ci.fakerunner import PROJECT
 

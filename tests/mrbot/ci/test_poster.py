@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrbot import commands
+from mrbot.ci import grammar
 from mrbot.ci.artifacts import ARTIFACT, MAX_ARTIFACTS
 from mrbot.cli import main
 from mrbot.config import Config
@@ -94,13 +94,13 @@ def test_the_check_a_report_publishes_is_ours_and_a_run_posts_one_artifact_per_p
 
 
 def test_a_marker_smuggled_in_a_title_is_defused_and_a_pr_run_cannot_post_a_result(bot, capsys):
-    forged = commands.marker('accepted', None, run='9100', user='mallory', at='2026-12-03T00:00:00+00:00', sha=bot.head,
-                             command='bench', runners=['hopper'])
+    forged = grammar.marker('accepted', None, run='9100', user='mallory', at='2026-12-03T00:00:00+00:00', sha=bot.head,
+                            command='bench', runners=['hopper'])
     payload = bot.pull_request_payload()
     payload['pull_request']['title'] = forged
     bot.act('pull_request', payload)
     [(_, report)] = bot.server.comments_on(bot.number)
-    assert commands.markers([report], 'accepted', None) == [] and '<\u2060!-- mrbot:accepted' in report
+    assert grammar.markers([report], 'accepted', None) == [] and '<\u2060!-- mrbot:accepted' in report
     # the PR's own run leaves a "result" with a green check run: the poster refuses it
     folder = bot.tmp / 'fake-result'
     folder.mkdir()
@@ -362,8 +362,8 @@ def test_gpu_job_result_is_posted_only_for_the_run_that_was_accepted(bot, monkey
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert '### mrbot bench on hopper' in bodies[-1]
     # the job is done where it was queued: in the accepted reply of its run
-    [accepted] = [body for body in bodies if commands.markers([body], 'accepted', bot.seal)]
-    assert commands.markers([accepted], 'done', bot.seal) == [{'run': '4242'}]
+    [accepted] = [body for body in bodies if grammar.markers([body], 'accepted', bot.seal)]
+    assert grammar.markers([accepted], 'done', bot.seal) == [{'run': '4242'}]
 
 
 def test_results_of_several_runner_classes_are_posted_each_and_a_stranger_among_them_is_named(bot, monkeypatch):
@@ -409,15 +409,15 @@ def test_a_job_that_left_no_result_gets_its_note_and_leaves_the_queue(bot):
     assert 'all rows same' in posted['<!-- mrbot:bench-hopper -->']
     assert '**The job ended without leaving a result**' in posted['<!-- mrbot:bench-blackwell -->']
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
-    assert commands.markers(bodies, 'done', bot.seal) == [{'run': '64'}]
+    assert grammar.markers(bodies, 'done', bot.seal) == [{'run': '64'}]
     # nothing is queued any more: even a limit of one queued job lets the next command through
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     now = datetime.datetime.now(datetime.timezone.utc)
-    assert commands.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1),
-                              seal=bot.seal).allowed
-    undone = [body.replace(commands.marker('done', bot.seal, run='64'), '') for body in bodies]
-    assert not commands.authorize('bob', 'MEMBER', 'write', undone, now, Config(command_queue_limit=1),
-                                  seal=bot.seal).allowed
+    assert grammar.authorize('bob', 'MEMBER', 'write', bodies, now, Config(command_queue_limit=1),
+                             seal=bot.seal).allowed
+    undone = [body.replace(grammar.marker('done', bot.seal, run='64'), '') for body in bodies]
+    assert not grammar.authorize('bob', 'MEMBER', 'write', undone, now, Config(command_queue_limit=1),
+                                 seal=bot.seal).allowed
 
 
 def test_finished_jobs_stay_finished_when_later_results_replace_the_result_comment(bot):
@@ -454,8 +454,8 @@ def test_a_result_longer_than_a_comment_is_posted_cut_with_a_pointer_and_whole_i
     assert len(posted) <= 65_536 and posted.rstrip().endswith('._') and '/actions/runs/' in posted.splitlines()[-1]
     assert failure in job_summary
     # and the job is done, so the next command is not held in the queue by this one
-    assert {'run': '75'} in commands.markers([body for _, body in bot.server.comments_on(bot.number)], 'done',
-                                             bot.seal)
+    assert {'run': '75'} in grammar.markers([body for _, body in bot.server.comments_on(bot.number)], 'done',
+                                            bot.seal)
 
 
 def test_a_result_naming_a_run_that_is_no_run_id_is_refused_on_one_line(bot, capsys):
@@ -491,7 +491,7 @@ def test_an_artifact_too_deep_to_parse_loses_no_other_result_and_frees_the_queue
         capsys.readouterr().err)
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert any('blackwell numbers' in body for body in bodies) and any('hopper numbers' in body for body in bodies)
-    assert [marker['run'] for marker in commands.markers(bodies, 'done', bot.seal)] == ['501']
+    assert [marker['run'] for marker in grammar.markers(bodies, 'done', bot.seal)] == ['501']
 
 
 def test_a_result_the_forge_refuses_still_frees_the_queue(bot, capsys):
@@ -504,7 +504,7 @@ def test_a_result_the_forge_refuses_still_frees_the_queue(bot, capsys):
     code, _, _ = bot.act('workflow_run', bot.command_run(502), '--artifact', str(folder.parent))
     assert code == 2 and 'test-hopper' in capsys.readouterr().err
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
-    assert [m['run'] for m in commands.markers(bodies, 'done', bot.seal)] == ['502']
+    assert [m['run'] for m in grammar.markers(bodies, 'done', bot.seal)] == ['502']
 
 
 # A pull request of the repository other than the fixture's, named by an artifact its run did not answer.
@@ -543,5 +543,5 @@ def test_what_a_job_writes_beside_its_result_is_refused_alone(bot, capsys, kind)
     assert refusal in capsys.readouterr().err
     bodies = [body for _, body in bot.server.comments_on(bot.number)]
     assert any('hopper numbers' in body for body in bodies) and any('blackwell numbers' in body for body in bodies)
-    assert [marker['run'] for marker in commands.markers(bodies, 'done', bot.seal)] == ['601']
+    assert [marker['run'] for marker in grammar.markers(bodies, 'done', bot.seal)] == ['601']
     assert not [path for _, path in bot.server.requests[requests:] if f'/{OTHER_PR}' in path]

@@ -1,17 +1,14 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""`mrbot bench`: time the ops a change touches on base and head, interleaved, and judge the difference.
-
-`mrbot bench compare BASE.json HEAD.json` compares two single-ref runs with the same statistics.
-"""
+"""The bench stage: the ops timed on base and head in separate processes, interleaved round by round, behind the
+correctness gate, each row judged with a confidence interval; two single-ref runs compared with the same statistics;
+the table of a run."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -21,36 +18,14 @@ from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
-from mrbot.bench.specs import OpSpec, evaluate, format_specs, op_folder, touched_ops
+from mrbot.bench.specs import OpSpec, evaluate, op_folder, touched_ops
 from mrbot.config import state_dir
 from mrbot.progress import Progress, say
 from mrbot.records import MrbotError
-from mrbot.records.bench import (
-    BENCH_DISPATCH,
-    BENCH_MODES,
-    BenchRequest,
-    BenchRow,
-    BenchRun,
-    Gate,
-    Machine,
-    Revision,
-    Shape,
-    Statistics,
-    check_min_effect,
-    parse_environment,
-)
+from mrbot.records.bench import BenchRequest, BenchRow, BenchRun, Gate, Machine, Revision, Shape, Statistics
 from mrbot.records.testruns import FileRun
 from mrbot.stack import require_kernel_stack
-from mrbot.store import Store
-from mrbot.testing import (
-    device_label,
-    execute_with_progress,
-    local_gpu,
-    processes_per_test_file,
-    writable_file,
-    write_record,
-    xdist_args,
-)
+from mrbot.testing import device_label, execute_with_progress, local_gpu, processes_per_test_file, xdist_args
 from mrbot.words import plural
 from mrbot.workspace import Workspace
 
@@ -142,7 +117,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     interpret = not device.startswith('compiled')
     gpu = None if interpret else local_gpu()
     if gpu is not None and missing and reusable:
-        from mrbot.compile.command import warm_kernel_cache
+        from mrbot.compile.stage import warm_kernel_cache
 
         try:
             warmed = warm_kernel_cache(workspace, missing, gpu.arch)
@@ -414,42 +389,6 @@ def _paired(request: BenchRequest, home: Path, rows: list[BenchRow], planned: li
                     statistics=Statistics(request.min_effect, correction, str(noise_file) if noise else None))
 
 
-def request_of(args: argparse.Namespace, command: tuple[str, ...]) -> BenchRequest:
-    """The request `mrbot bench`'s options make; `command` is the command line to record with the numbers."""
-    return BenchRequest(ops=tuple(args.op or ()), from_diff=args.from_diff, base=args.base, aa=args.aa,
-                        modes=tuple(args.modes), shapes=tuple(args.shapes or ()), rounds=args.rounds,
-                        min_effect=args.min_effect, eager=args.eager, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms,
-                        dispatch=args.dispatch, environment=parse_environment(args.env), gate=not args.no_gate,
-                        gate_k=args.gate_k, gate_workers=args.gate_workers, gate_timeout=args.gate_timeout,
-                        ncu=args.ncu, command=command)
-
-
-def _bench(args: argparse.Namespace) -> int:
-    workspace = Workspace.load(git.repo_root(Path.cwd()))
-    if args.list:
-        print(format_specs(workspace.specs), end='')
-        return 0
-    request = request_of(args, tuple(sys.argv))
-    output = writable_file(args.json, '--json') if args.json else None
-    try:
-        run = measure(request, workspace, quiet=args.quiet)
-    except BenchInterrupted as stopped:
-        if stopped.run is None:
-            raise KeyboardInterrupt(f'{stopped}; the gate {stopped.gate.status}') from None
-        print(format_table(stopped.run), end='')
-        if output is not None:
-            write_record(output, stopped.run.to_json(), '--json')
-        raise KeyboardInterrupt(f'{stopped}' + (f'; their record is in {output}' if output else '')) from None
-    print(format_table(run), end='')
-    if output is not None:
-        write_record(output, run.to_json(), '--json')
-    if args.record:
-        with Store.open(workspace.root) as store:
-            added = store.add_bench(run)
-        say(f'recorded {plural(added, "median")} in {store.path}', args.quiet)
-    return 1 if run.gate.status == 'failed' else 0
-
-
 def compare(base: BenchRun, head: BenchRun, min_effect: float) -> BenchRun:
     """Two single-ref runs on the same GPU compared row by row, matched on op, mode and every shape key: a paired
     record with the base's and the head's numbers, and verdicts only where both are evidence and the head's gate
@@ -466,68 +405,3 @@ def compare(base: BenchRun, head: BenchRun, min_effect: float) -> BenchRun:
     return BenchRun(head.machine, tuple(_flagged(row, head.gate) for row in rows), head.gate, head.rounds,
                     base.interrupted or head.interrupted, {**base.dtypes, **head.dtypes}, base=base.ref, head=head.ref,
                     statistics=Statistics(min_effect, correction))
-
-
-def _compare(args: argparse.Namespace) -> int:
-    """`mrbot bench compare BASE.json HEAD.json`: two single-ref records of one GPU, compared."""
-    if len(args.action) != 3:
-        raise MrbotError('usage: mrbot bench compare BASE.json HEAD.json')
-    check_min_effect(args.min_effect)
-    paths = args.action[1:]
-    base, head = (BenchRun.load(Path(path)) for path in paths)
-    for path, run in zip(paths, (base, head), strict=True):
-        if run.paired:
-            raise MrbotError(f'{path}: a paired record (base and head); expected a single-ref one (mrbot bench --json '
-                             'without --base)')
-    # a ratio across two GPUs measures the hardware, not the change: no verdict could be read from it
-    if base.machine.name != head.machine.name:
-        raise MrbotError(f'{paths[0]} was timed on {base.machine.name}, {paths[1]} on {head.machine.name}: a before/after '
-                         'comparison needs both on the same GPU model; time both there')
-    result = compare(base, head, args.min_effect)
-    if args.format == 'json':
-        print(json.dumps(result.to_json(), indent=2))
-    else:
-        print(format_table(result), end='')
-    return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.action:
-        if args.action[0] != 'compare':
-            raise MrbotError(f"unknown bench action '{args.action[0]}': expected `mrbot bench compare BASE.json HEAD.json`")
-        return _compare(args)
-    return _bench(args)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('action', nargs='*', help='`compare BASE.json HEAD.json` to compare two single-ref runs')
-    parser.add_argument('--list', action='store_true', help='list the benchmarkable ops and their shapes')
-    parser.add_argument('--op', nargs='+', help='ops to time (default: all, or those the change touches with --from-diff)')
-    parser.add_argument('--from-diff', action='store_true', help='time the ops the change from --base touches')
-    parser.add_argument('--base', help='compare the working tree with this revision, checked out in a worktree')
-    parser.add_argument('--aa', action='store_true', help='time the base against itself to measure runner noise')
-    parser.add_argument('--modes', nargs='+', choices=BENCH_MODES, default=list(BENCH_MODES))
-    parser.add_argument('--shapes', nargs='+', help='shape names (default: each op\'s default shapes)')
-    parser.add_argument('--rounds', type=int, default=10,
-                        help='interleaved rounds (default: 10; at least 3 with --base or --aa)')
-    parser.add_argument('--min-effect', type=float, default=DEFAULT_MIN_EFFECT,
-                        help='smallest relative change a verdict may call faster or slower (default: 0.02)')
-    parser.add_argument('--eager', action='store_true', help='time eager calls instead of CUDA graph replays')
-    parser.add_argument('--warmup-ms', type=float, default=25.0)
-    parser.add_argument('--rep-ms', type=float, default=100.0)
-    parser.add_argument('--dispatch', choices=BENCH_DISPATCH, default='off', help='backend dispatch while timing')
-    parser.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',
-                        help="a variable for the gate and both timed sides, e.g. a backend's switch (repeatable)")
-    parser.add_argument('--no-gate', action='store_true', help='skip the correctness gate (a faster verdict is then withheld)')
-    parser.add_argument('--gate-k', help='run only the gate tests matching this -k expression (a partial gate)')
-    parser.add_argument('--gate-workers', type=int, default=0,
-                        help='processes for the gate tests (pytest-xdist; they share the GPU before timing starts; '
-                             'default: sized from the cores and GPU memory, or MRBOT_TEST_WORKERS)')
-    parser.add_argument('--gate-timeout', type=float, default=1800.0)
-    parser.add_argument('--format', choices=['text', 'json'], default='text', help='output of `compare`')
-    parser.add_argument('--ncu', metavar='KERNEL_REGEX',
-                        help='profile the matching kernels of the first row with Nsight Compute (report under profile/)')
-    parser.add_argument('--json', help='write the run record to this file')
-    parser.add_argument('--record', action='store_true',
-                        help='append the medians to the history under .mrbot/ (`mrbot history` shows them)')
-    parser.add_argument('-q', '--quiet', action='store_true', help='no progress on stderr, only the results')

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrbot.bench import command
+from mrbot.bench import stage
 from mrbot.bench.harness import Side, interleave
 from mrbot.bench.machine import hardware_class
 from mrbot.cli import main
@@ -113,9 +113,9 @@ def test_the_base_is_set_up_before_any_code_of_head_runs(repo, monkeypatch, caps
     repo.commit(_files())
     repo.write({'pkg/op.py': OP.replace('DELAY', '0.02')})
     order = []
-    gate, start = command._gate, command.start_side
-    monkeypatch.setattr(command, '_gate', lambda *a, **k: order.append('gate') or gate(*a, **k))
-    monkeypatch.setattr(command, 'start_side', lambda name, *a, **k: order.append(name) or start(name, *a, **k))
+    gate, start = stage._gate, stage.start_side
+    monkeypatch.setattr(stage, '_gate', lambda *a, **k: order.append('gate') or gate(*a, **k))
+    monkeypatch.setattr(stage, 'start_side', lambda name, *a, **k: order.append(name) or start(name, *a, **k))
     code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
     assert code == 0 and record['gate']['status'] == 'passed'
     assert order == ['base', 'gate', 'head']
@@ -156,26 +156,6 @@ def test_the_gate_and_both_sides_run_under_the_dispatch_and_variables_that_are_t
     assert all(len(row['head_ms']) == 3 for row in record['rows'])
 
 
-@pytest.mark.parametrize(('option', 'message'), [
-    ('OP_VARIANT', "--env 'OP_VARIANT': expected NAME=VALUE with NAME a variable name"),
-    ('TRITON_INTERPRET=0', '--env TRITON_INTERPRET: mrbot sets this variable itself (use --dispatch for backend '
-                           'dispatch)'),
-])
-def test_a_bad_variable_is_a_clear_error(repo, monkeypatch, capsys, option, message):
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    assert main(['bench', *PAIRED, '--env', option]) == 2
-    assert capsys.readouterr().err.strip() == f'mrbot bench: error: {message}'
-
-
-def test_negative_gate_workers_are_a_clear_error(repo, monkeypatch, capsys):
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    assert main(['bench', *PAIRED, '--gate-workers', '-1']) == 2
-    assert capsys.readouterr().err.strip() == ('mrbot bench: error: --gate-workers must be 0 (sized for this machine) or '
-                                               'more, got -1')
-
-
 def test_the_runners_worker_count_spreads_the_gate(repo, monkeypatch, capsys, out_dir):
     repo.commit(_files())
     monkeypatch.setenv('MRBOT_TEST_WORKERS', '2')
@@ -203,30 +183,6 @@ def test_compare_matches_rows_of_two_single_ref_runs(repo, monkeypatch, capsys, 
     assert [(r['op'], r['mode'], r['shape']['name'], r['ratio'], r['verdict']) for r in result['rows']] == [
         ('scaled_sum', 'fwd', 'small', 1.0, 'same')]
     assert result['schema'] == 1 and 'Holm' in result['statistics']['correction']
-
-
-@pytest.mark.parametrize(('argv', 'message'), [
-    (['--op', 'nope'], "--op nope: unknown; benchmarkable ops: scaled_sum"),
-    (['--from-diff'], '--from-diff needs --base REF to know the change'),
-    (['--shapes', 'huge'], '--shapes huge: no chosen op has it'),
-    (['compare', 'a.json'], 'usage: mrbot bench compare BASE.json HEAD.json'),
-    (['compare', 'missing.json', 'other.json'], 'missing.json: cannot read it (No such file or directory); expected a '
-                                                'bench record of mrbot bench --json'),
-    (['frobnicate'], "unknown bench action 'frobnicate'"),
-])
-def test_bad_requests_are_one_line_errors(repo, monkeypatch, capsys, argv, message):
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    assert main(['bench', *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f'mrbot bench: error: {message}') and err.count('\n') == 1
-
-
-def test_list_shows_the_declared_ops(repo, monkeypatch, capsys):
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    assert main(['bench', '--list']) == 0
-    assert capsys.readouterr().out.startswith('scaled_sum: pkg.op:scaled_sum (config)')
 
 
 def test_interleave_alternates_order_and_keeps_finished_rounds_on_ctrl_c(tmp_path):
@@ -275,43 +231,6 @@ def test_ncu_missing_is_recorded_not_fatal(repo, monkeypatch, capsys, out_dir):
     code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, '--shapes', 'small', '--modes', 'fwd', '--no-gate',
                              '--ncu', 'scaled')
     assert code == 0 and record['ncu'] == {'status': 'ncu not available on this machine'}
-
-
-@pytest.mark.parametrize(('argv', 'message'), [
-    (['--rounds', '0'], '--rounds must be at least 1, got 0'),
-    ([*PAIRED, '--rounds', '2'], '--rounds must be at least 3 with --base or --aa (a confidence interval needs them), got 2'),
-    (['--min-effect', '-0.1'], '--min-effect must be at least 0 and below 1 (a share of the time), got -0.1'),
-    (['--gate-timeout', '0'], '--gate-timeout must be above 0 seconds, got 0'),
-    (['--json', '/nonexistent/x.json'], '--json /nonexistent/x.json: no folder /nonexistent; expected a file in an '
-                                        'existing folder'),
-    (['--json', '.'], '--json .: a folder; expected the name of a file to write'),
-    (['compare', 'a.json', 'b.json', '--min-effect', '2'], '--min-effect must be at least 0 and below 1'),
-])
-def test_bad_flags_are_refused_before_any_work(repo, monkeypatch, capsys, argv, message):
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    assert main(['bench', *argv]) == 2
-    captured = capsys.readouterr()
-    assert captured.err.startswith(f'mrbot bench: error: {message}') and captured.err.count('\n') == 1
-    assert captured.out == ''
-    # no gate ran, no worker started
-    assert not (repo.root / '.mrbot' / 'bench').exists()
-
-
-def test_a_record_that_cannot_be_written_at_the_end_is_printed_instead(repo, monkeypatch, capsys):
-    """The folder was there when the run began and is gone when it ends."""
-    import mrbot.bench.command
-
-    repo.commit(_files())
-    monkeypatch.chdir(repo.root)
-    monkeypatch.setattr(mrbot.bench.command, 'writable_file', lambda path, flag: Path(path))
-    assert main(['bench', '--rounds', '1', '--shapes', 'small', '--modes', 'fwd', '--no-gate', '--json',
-                 '/nonexistent/x.json']) == 2
-    captured = capsys.readouterr()
-    table, _, record = captured.out.partition('{')
-    assert table.startswith('op ') and json.loads('{' + record)['rows'][0]['op'] == 'scaled_sum'
-    assert captured.err.splitlines()[-1] == ('mrbot bench: error: --json /nonexistent/x.json: cannot write it (No such '
-                                             'file or directory); the record is printed above on stdout instead')
 
 
 def test_progress_is_a_line_per_round_on_stderr_and_nothing_under_quiet(repo, monkeypatch, capsys):
@@ -366,13 +285,13 @@ def test_an_interrupt_keeps_the_finished_rounds_and_stops_the_workers(repo, out_
 
 def test_a_compiled_run_judges_rows_and_rates_them_against_the_ceilings(repo, monkeypatch, capsys, out_dir):
     """The GPU path, with a stand-in device label: the worker still runs on the CPU, the ceilings come from the cache."""
-    import mrbot.bench.command
+    import mrbot.bench.stage
     from mrbot.bench.machine import store_ceilings
     from mrbot.config import state_dir
 
     repo.commit(_files())
     repo.write({'pkg/op.py': OP.replace('DELAY', '0.02')})
-    monkeypatch.setattr(mrbot.bench.command, 'device_label', lambda: 'compiled on a stand-in (sm_90)')
+    monkeypatch.setattr(mrbot.bench.stage, 'device_label', lambda: 'compiled on a stand-in (sm_90)')
     store_ceilings(state_dir(repo.root), 'cpu', {'copy_tbs': 2.0, 'bf16_tflops': 500.0})
     code, record, out = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
     row = record['rows'][0]

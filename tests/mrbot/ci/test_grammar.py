@@ -9,7 +9,7 @@ import datetime
 import pytest
 
 from mrbot.bench.specs import OpSpec
-from mrbot.commands import (
+from mrbot.ci.grammar import (
     Seal,
     UsageError,
     authorize,

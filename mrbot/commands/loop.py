@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from mrbot import git
-from mrbot.bench.command import DEFAULT_MIN_EFFECT, format_table
+from mrbot.bench.stage import DEFAULT_MIN_EFFECT, format_table
 from mrbot.loop import protocol
 from mrbot.loop.claim import markdown
 from mrbot.loop.records import COUNTED, Loop, Plan, Try

@@ -138,7 +138,7 @@ def test_a_worktree_of_compiled_files_compiles_nothing_where_its_homes_caches_se
     """A loop compiles each try in a worktree of the try's commit; a try of files compiled before (one a machine's time
     limit stopped, run again) finds every launch and cell in the checkout's caches."""
     from mrbot import git
-    from mrbot.compile.command import compile_change
+    from mrbot.compile.stage import compile_change
     from mrbot.workspace import Workspace
 
     library.commit({}, '[Test] Kernels')
@@ -203,9 +203,9 @@ def test_check_reports_what_the_change_does_not_compile(library, capsys):
 
 
 def test_check_shows_the_fast_findings_while_the_kernels_compile(library, capsys, monkeypatch):
-    from mrbot.compile import command
+    from mrbot.compile import stage
 
-    compile_change, seen = command.compile_change, []
+    compile_change, seen = stage.compile_change, []
 
     def compile_once_they_show(*args, **kwargs):
         # a compile that ends only after the fast findings are out: they cannot be waiting for it
@@ -216,7 +216,7 @@ def test_check_shows_the_fast_findings_while_the_kernels_compile(library, capsys
         seen.append(shown)
         return compile_change(*args, **kwargs)
 
-    monkeypatch.setattr(command, 'compile_change', compile_once_they_show)
+    monkeypatch.setattr(stage, 'compile_change', compile_once_they_show)
     assert main(['check', '--base', 'HEAD', '--title', 'add total and square']) == 1
     after = capsys.readouterr().out
     assert 'MR-TITLE' in seen[0] and 'CMP001' not in seen[0]
@@ -258,13 +258,6 @@ def test_a_compiler_that_aborts_costs_only_its_cell(library, capsys):
     assert 'the compiler aborted (SIGABRT)' in crash['message']
     assert {c['kernel']: c['status'] for c in report['compile']['cells'] if c['kernel'] != 'total_kernel'} == {
         'copy_kernel': 'crashed', 'square_kernel': 'ok'}
-
-
-def test_a_change_that_reaches_no_kernel_compiles_nothing(library, capsys):
-    library.commit({}, '[Test] Kernels')
-    library.write({'README.md': 'words\n'})
-    assert main(['compile']) == 0
-    assert 'no kernel is reached by the change' in capsys.readouterr().out
 
 
 def test_an_unknown_target_is_one_line_naming_the_known(library, capsys):

@@ -1,0 +1,77 @@
+# Copyright (c) 2026, the mrbot authors.
+# SPDX-License-Identifier: MIT
+"""The compile stage as others call it: the matrix of the kernels a change reaches, and a GPU's Triton cache warmed
+with the launches of some tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mrbot.records import MrbotError
+from mrbot.stack import require_kernel_stack, usable_cores
+from mrbot.targets import TARGETS, parse_targets
+from mrbot.words import plural
+from mrbot.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mrbot.compile.matrix import CompileMatrix
+
+DEFAULT_TIMEOUT = 900.0
+
+
+def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
+                   depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
+                   quiet: bool = False, home: Path | None = None) -> CompileMatrix:
+    """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
+    `home`: the repository whose caches serve, where the workspace is a worktree of it.
+
+    `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
+    """
+    require_kernel_stack('compiling the kernels')
+    import triton
+
+    from mrbot.compile.launches import Capture
+    from mrbot.compile.matrix import DEPTHS, QUICK, CompileMatrix, build_matrix
+    from mrbot.compile.plan import plan_compile
+
+    config = workspace.config
+    chosen = parse_targets(targets.split(','), '--targets') if targets else parse_targets(config.compile_targets,
+                                                                                             'compile-targets')
+    if depth not in (*DEPTHS, 'auto', QUICK):
+        raise MrbotError(f"--depth: expected auto, {QUICK}, {', '.join(DEPTHS)}; got {depth!r}")
+    if jobs < 0 or timeout <= 0:
+        raise MrbotError(f'--jobs must be 0 (all CPUs) or more and --timeout above 0, got {jobs} and {timeout:g}')
+    plan = plan_compile(workspace, changed)
+    if not plan.kernels:
+        return CompileMatrix(chosen, (), Capture((), (), (), (), 0.0), triton.__version__, 0, 0.0)
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
+
+    return build_matrix(workspace.root, plan, chosen, depth, jobs or usable_cores(), timeout,
+                        config.compile_test_seconds, say, home=home)
+
+
+def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
+    """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on every core this process may use, so
+    that the test processes that follow load binaries instead of each compiling its own; the one line that says how.
+
+    The launches are captured as `mrbot compile` captures them; a launch that does not compile here is compiled again,
+    and reported, by the test that makes it."""
+    from mrbot.compile.matrix import build_matrix
+    from mrbot.compile.plan import CompilePlan, declarations, kernels_of
+
+    target = next((t for t in TARGETS.values() if t.arch == arch), None)
+    if target is None or not tests:
+        return ''
+    kernels = kernels_of(workspace.graph.index, workspace.config)
+    plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
+    jobs = usable_cores()
+    matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
+                          workspace.config.compile_test_seconds)
+    compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
+    return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
+            f'{matrix.seconds:.0f} s, {jobs} at a time')
