@@ -56,7 +56,7 @@ TEST = '/test tests/ops/test_kda.py'
 
 def as_runner() -> dict:
     """subprocess arguments that run a command as the runner's user (root is the filler's)."""
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or (JOBS / 'as-root').exists():
         return {}
     entry = pwd.getpwnam('runner')
     return {'user': entry.pw_uid, 'group': entry.pw_gid, 'extra_groups': []}
@@ -240,6 +240,15 @@ def setup() -> dict:
         shutil.rmtree(SHARED, ignore_errors=True)
         SHARED.mkdir(mode=0o755, parents=True)
         os.chmod(SHARED, 0o755)
+        try:
+            reachable = not subprocess.run([sys.executable, '-c', 'import torch'], capture_output=True,
+                                           **as_runner()).returncode
+        except OSError:
+            reachable = False
+        if not reachable:
+            # the machine's Python is out of the runner user's reach: the jobs run as root, and so read no layer
+            (JOBS / 'as-root').touch()
+            print(f'{sys.executable} does not run as the user runner: the jobs run as root', flush=True)
     os.chmod(JOBS, 0o755)
     for path in [JOBS / 'wheels', *(JOBS / 'wheels').iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
@@ -248,8 +257,9 @@ def setup() -> dict:
     stack = subprocess.run(['python3', '-c', 'import torch, triton, sys; print(torch.__version__, torch.version.cuda, '
                             'triton.__version__, sys.version.split()[0])'], capture_output=True, text=True).stdout.strip()
     head = subprocess.run(['git', 'log', '--oneline', '-1'], cwd=JOBS / 'bot', capture_output=True, text=True).stdout
+    jobs_user = pwd.getpwuid(as_runner().get('user', os.geteuid())).pw_name
     return {'case': 'setup', 'command': f'{machine}; torch, CUDA, triton, Python: {stack}; main {head.strip()}; '
-                                        f'uid {os.geteuid()}, {os.cpu_count()} cores',
+                                        f'uid {os.geteuid()}, jobs as {jobs_user}, {os.cpu_count()} cores',
             'layer': '', 'phases': [], 'seconds': 0.0, 'ended': ''}
 
 
