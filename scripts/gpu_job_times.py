@@ -9,6 +9,7 @@ Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, 
   fill        the shared layer filled with the default branch's kernels of the two ops, as docs/ci.md asks a filler to
               (another user, umask 022)
   warm-bench  the same `/bench` in a new job that reads the filled layer
+  profile-gate  the warm job's gate again, by hand, with pytest's 30 slowest durations
   test-kda    `/test tests/ops/test_kda.py` reading the layer
   demo        `mrbot demo` in a fresh clone, cold
   table       the phase table of every job so far
@@ -198,6 +199,20 @@ def fill(limit: float) -> dict:
             'ended': lines[-1][1] if lines else ''}
 
 
+def profile_gate(limit: float) -> dict:
+    """The warm job's gate run again by hand with pytest's slowest durations, to see what its tests spend the time on:
+    the same checkout, venv, workers and layer, and a cache of its own."""
+    temp, pr = JOBS / 'warm-bench' / 'temp', JOBS / 'warm-bench' / 'pr'
+    env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/profile-cache',
+           'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache', 'MRBOT_SHARED_TRITON_CACHE': str(SHARED)}
+    seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q',
+                            '-p', 'no:cacheprovider', '--durations=30'], pr, env, OUT / 'profile-gate.log', limit,
+                           as_runner())
+    return {'case': 'profile-gate', 'command': 'pytest tests/ops/test_simple_gla.py -n 12 --durations=30',
+            'layer': 'filled', 'phases': [('tests', seconds)], 'seconds': seconds,
+            'ended': lines[-1][1] if lines else ''}
+
+
 def demo(limit: float) -> dict:
     """`mrbot demo` from a fresh clone of the default branch, its Triton cache empty."""
     folder = JOBS / 'demo'
@@ -278,7 +293,8 @@ def table(records: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('steps', nargs='+',
-                        choices=['setup', 'cold-bench', 'fill', 'warm-bench', 'test-kda', 'demo', 'table'])
+                        choices=['setup', 'cold-bench', 'fill', 'warm-bench', 'profile-gate', 'test-kda', 'demo',
+                                 'table'])
     parser.add_argument('--limit', type=float, default=540, help='seconds for each job (default: 540)')
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -288,6 +304,7 @@ def main() -> int:
         records = json.loads(store.read_text()) if store.exists() and step != 'setup' else []
         made = {'setup': setup, 'cold-bench': lambda: job('cold-bench', BENCH, 'empty', args.limit),
                 'fill': lambda: fill(args.limit), 'warm-bench': lambda: job('warm-bench', BENCH, 'filled', args.limit),
+                'profile-gate': lambda: profile_gate(args.limit),
                 'test-kda': lambda: job('test-kda', TEST, 'filled', args.limit), 'demo': lambda: demo(args.limit),
                 'table': lambda: None}[step]()
         if made:
