@@ -56,20 +56,20 @@ def test_the_result_names_no_one_where_the_payload_names_no_github_login(bot, mo
     if payload is not None:
         (bot.tmp / 'event.json').write_text(json.dumps(payload))
         monkeypatch.setenv('GITHUB_EVENT_PATH', str(bot.tmp / 'event.json'))
-    for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
-                        'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None, 'sha': None})}.items():
-        monkeypatch.setenv(name, value)
-    folder = bot.tmp / 'result'
-    assert main(['action', 'run', '--out', str(folder)]) == 1
-    body = json.loads((folder / ARTIFACT).read_text())['body']
+    body = _job_for_the_base(bot, monkeypatch)
     assert 'Asked by a maintainer with `/test --on hopper`' in body and '@' not in body
 
 
-def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
+def _job_for_the_base(bot, monkeypatch) -> str:
+    """The result of a `/test` job authorized for the base commit while the checkout is at the head."""
     for name, value in {'MRBOT_COMMAND': 'test', 'MRBOT_SHA': bot.base, 'MRBOT_RUNNER': 'hopper',
                         'MRBOT_PR': str(bot.number), 'MRBOT_ARGS': json.dumps({'tests': [], 'k': None, 'sha': None})}.items():
         monkeypatch.setenv(name, value)
     folder = bot.tmp / 'result'
     assert main(['action', 'run', '--out', str(folder)]) == 1
-    body = json.loads((folder / ARTIFACT).read_text())['body']
+    return json.loads((folder / ARTIFACT).read_text())['body']
+
+
+def test_gpu_job_refuses_a_checkout_other_than_the_authorized_sha(bot, monkeypatch):
+    body = _job_for_the_base(bot, monkeypatch)
     assert f'the checkout is at {bot.head[:12]}, but the command was authorized for {bot.base[:12]}' in body
