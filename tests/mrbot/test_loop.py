@@ -18,6 +18,7 @@ from mrbot.loop.records import Plan
 from mrbot.prepare import loop_outcomes
 from mrbot.records import MrbotError
 from mrbot.records.bench import parse_environment
+from mrbot.records.loop_outcome import Claim
 from mrbot.records.reading import JsonObject
 from mrbot.testing import Gpu
 from tests.mrbot.loop_repo import GATE, KERNEL, files
@@ -147,7 +148,7 @@ def test_a_loop_from_start_to_claim_and_a_second_to_no_go(repo, monkeypatch, cap
     assert _loop(capsys, 'claim')[1] == claim
     # mrbot prepare puts the claim of a loop the change builds on into the PR body
     outcomes = loop_outcomes(repo.root, ['product'])
-    assert [o['kind'] for o in outcomes] == ['claim'] and markdown(outcomes[0]) == claim
+    assert [type(o) for o in outcomes] == [Claim] and markdown(outcomes[0]) == claim
     # the ended loop's leaderboard stays readable; what needs an open loop says there is none
     assert _loop(capsys, 'status')[1].startswith('loop 1 of product (promoted), ')
     assert _loop(capsys, 'try')[2].endswith('no open loop: start one with `mrbot loop start --op OP`\n')
