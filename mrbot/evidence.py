@@ -14,6 +14,7 @@ from mrbot.coverage import OpCoverage
 from mrbot.records.bench import BenchRun
 from mrbot.records.compiles import CompileEvidence
 from mrbot.records.findings import CheckReport
+from mrbot.records.loop_outcome import LoopOutcome
 from mrbot.records.testruns import Selection, TestRun
 from mrbot.signatures import BreakingChange
 from mrbot.summary import ChangeSummary
@@ -70,8 +71,8 @@ class ChecklistItem:
 @dataclass
 class Evidence:
     """Everything `mrbot prepare` found, filled in step by step: the records of its stages, None (or empty) for a stage
-    that did not run, with `test_commands` the command that reruns each test file. `loops` are the stored outcome
-    documents of the touched ops' ended loops, which go to the template as written (`mrbot/loop/claim.py`)."""
+    that did not run, with `test_commands` the command that reruns each test file. `loops` are the outcomes (claim or
+    no-go) of the touched ops' ended loops, as stored."""
 
     created: str
     device: str
@@ -91,7 +92,7 @@ class Evidence:
     conclusion: Conclusion | None = None
     checklist: list[ChecklistItem] = field(default_factory=list)
     pull_request: str | None = None
-    loops: list[dict] = field(default_factory=list)
+    loops: list[LoopOutcome] = field(default_factory=list)
 
     @property
     def failed_steps(self) -> list[str]:
@@ -114,7 +115,8 @@ class Evidence:
                'breaking': None if self.breaking is None else [b.to_json() for b in self.breaking],
                'steps': [step.to_json() for step in self.steps],
                'conclusion': self.conclusion.to_json() if self.conclusion else None,
-               'checklist': [item.to_json() for item in self.checklist], 'loops': self.loops}
+               'checklist': [item.to_json() for item in self.checklist],
+               'loops': [outcome.to_json() for outcome in self.loops]}
         if self.pull_request is not None:
             out['pull_request'] = self.pull_request
         return out

@@ -36,6 +36,7 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import PAIRED_MIN_ROUNDS, BenchRequest, BenchRun
 from mrbot.records.change import ChangedFile, ChangeSet
 from mrbot.records.findings import CheckReport
+from mrbot.records.loop_outcome import LoopOutcome
 from mrbot.records.testruns import Selection, TestRun, check_workers
 from mrbot.render import check_template, render
 from mrbot.rules import all_rules
@@ -379,7 +380,7 @@ def _evidence(created: str, device: str, change: ChangeSummary, reach: Reach | N
     return record
 
 
-def loop_outcomes(root: Path, ops: list[str]) -> list[dict]:
+def loop_outcomes(root: Path, ops: list[str]) -> list[LoopOutcome]:
     """The claim or no-go of the last ended loop of each touched op whose baseline this change builds on."""
     store = Store.open(root, create=False)
     if store is None:

@@ -21,6 +21,8 @@ from pathlib import Path
 from mrbot.config import state_dir
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun, Gate, Revision
+from mrbot.records.loop_outcome import LoopOutcome, outcome_from_json
+from mrbot.records.reading import JsonObject
 
 SCHEMA = 2
 FILE = 'history.sqlite3'
@@ -103,7 +105,8 @@ class Timing:
 
 @dataclass(frozen=True)
 class LoopRow:
-    """A loop as stored: its JSON columns still plain data, read into records by `mrbot.loop`."""
+    """A loop as stored: its outcome read back into its record, its other JSON columns still plain data, read into
+    records by `mrbot.loop`."""
 
     id: int
     op: str
@@ -114,7 +117,7 @@ class LoopRow:
     baseline: dict | None
     state: str
     ended: str | None
-    outcome: dict | None
+    outcome: LoopOutcome | None
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,12 @@ def _timings_of(run: BenchRun, source: str, side: Revision, base: bool = False, 
 
 def _json(text: str | None) -> dict | list | None:
     return None if text is None else json.loads(text)
+
+
+def _outcome(loop_id: int, text: str | None) -> LoopOutcome | None:
+    """The stored outcome of loop `loop_id` as its record; None while the loop is open."""
+    fields = JsonObject({'outcome': _json(text)}, FILE, f'loops[{loop_id}]').optional_object('outcome')
+    return None if fields is None else outcome_from_json(fields)
 
 
 class Store:
@@ -234,14 +243,15 @@ class Store:
             db.execute('UPDATE loops SET baseline = ? WHERE id = ?', (json.dumps(run.to_json()), loop_id))
             self._insert(db, _timings_of(run, 'loop', run.ref, label=label), loop_id, 0)
 
-    def end_loop(self, loop_id: int, state: str, outcome: dict) -> None:
+    def end_loop(self, loop_id: int, state: str, outcome: LoopOutcome) -> None:
         with self._writing() as db:
             db.execute('UPDATE loops SET state = ?, ended = ?, outcome = ? WHERE id = ?',
-                       (state, now(), json.dumps(outcome), loop_id))
+                       (state, now(), json.dumps(outcome.to_json()), loop_id))
 
     def loops(self, op: str | None = None) -> list[LoopRow]:
         query = 'SELECT * FROM loops' + (' WHERE op = ?' if op else '') + ' ORDER BY id'
-        return [LoopRow(r[0], r[1], r[2], r[3], _json(r[4]), _json(r[5]), _json(r[6]), r[7], r[8], _json(r[9]))
+        return [LoopRow(r[0], r[1], r[2], r[3], _json(r[4]), _json(r[5]), _json(r[6]), r[7], r[8],
+                        _outcome(r[0], r[9]))
                 for r in self.connection.execute(query, (op,) if op else ())]
 
     # tries

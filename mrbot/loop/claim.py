@@ -1,11 +1,7 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""How a loop ends: the claim of a promoted try, or the no-go record of a loop that found no win.
-
-Both are plain JSON (stored as the loop's outcome, put in the PR body by `mrbot prepare`) and rendered to markdown by
-the `loop_outcome.md.j2` template. Every number in them comes from the stored runs, unrounded: the template rounds
-once, so a try shows the same speed-up in `mrbot loop status` and in the claim.
-"""
+"""How a loop ends: the claim of a promoted try, or the no-go record of a loop that found no win, made from the
+stored runs (the records are `mrbot/records/loop_outcome.py`) and rendered to markdown by `loop_outcome.md.j2`."""
 
 from __future__ import annotations
 
@@ -13,15 +9,19 @@ from pathlib import Path
 
 from mrbot.bench import stats
 from mrbot.loop.records import Loop, Try
-from mrbot.records.bench import BenchRow, BenchRun
+from mrbot.records.bench import BenchRow
+from mrbot.records.loop_outcome import (
+    Attempt,
+    BaselineRow,
+    BestAttempt,
+    Claim,
+    ComparedRow,
+    LoopOutcome,
+    NoGo,
+    OutcomeMachine,
+    RoundStatistics,
+)
 from mrbot.render import render
-
-# Summary statistics of a side's per-round medians, in the order the claim shows them.
-STATISTICS = ('median', 'mean', 'std', 'min', 'p10', 'p90')
-
-
-def _statistics(summary: dict[str, float]) -> dict[str, float]:
-    return {key: summary[key] for key in STATISTICS}
 
 
 def _rates(row: BenchRow, ms: float) -> dict[str, float]:
@@ -29,25 +29,16 @@ def _rates(row: BenchRow, ms: float) -> dict[str, float]:
     return {key: value * row.median_ms / ms for key, value in row.throughput.items()} if ms else {}
 
 
-def _row(row: BenchRow) -> dict:
+def _compared(row: BenchRow) -> ComparedRow:
     base_ms = row.base_median_ms or 0.0
-    return {'op': row.op, 'mode': row.mode, 'shape': row.shape.name, 'baseline': _statistics(stats.summary(row.base_ms)),
-            'candidate': _statistics(stats.summary(row.samples_ms)), 'speedup': base_ms / row.median_ms,
-            'ratio': row.ratio, 'ci': [row.ci_low, row.ci_high], 'verdict': row.verdict,
-            'baseline_rates': _rates(row, base_ms), 'candidate_rates': dict(row.throughput), 'flags': list(row.flags)}
+    return ComparedRow(row.op, row.mode, row.shape.name, RoundStatistics(**stats.summary(row.base_ms)),
+                       RoundStatistics(**stats.summary(row.samples_ms)), base_ms / row.median_ms, row.ratio,
+                       row.ci_low, row.ci_high, row.verdict, _rates(row, base_ms), dict(row.throughput), row.flags)
 
 
-def _machine(run: BenchRun) -> dict:
-    machine = run.machine
-    return {'gpu': machine.gpu, 'class': machine.hardware_class, 'driver': machine.driver, 'cuda': machine.cuda,
-            'torch': machine.torch, 'triton': machine.triton, 'evidence': machine.evidence,
-            'clocks': dict(machine.readings), 'ceilings': machine.ceilings}
-
-
-def _attempt(attempt: Try) -> dict:
-    return {'number': attempt.number, 'sha': attempt.sha, 'note': attempt.note, 'verdict': attempt.verdict,
-            'gate': attempt.gate, 'speedup': attempt.speedup,
-            'reasons': [str(reason) for reason in attempt.reasons]}
+def _attempt(attempt: Try) -> Attempt:
+    return Attempt(attempt.number, attempt.sha, attempt.note, attempt.verdict, attempt.gate, attempt.speedup,
+                   tuple(str(reason) for reason in attempt.reasons))
 
 
 def _commands(loop: Loop, candidate: str) -> list[str]:
@@ -58,32 +49,31 @@ def _commands(loop: Loop, candidate: str) -> list[str]:
             f'git checkout {candidate[:12]} && {plan.bench_command(loop.baseline_sha)}']
 
 
-def claim(loop: Loop, remeasured: Try, number: int, tries: list[Try]) -> dict:
+def claim(loop: Loop, remeasured: Try, number: int, tries: list[Try]) -> Claim:
     """The claim of try `number`, from its fresh re-measure `remeasured`: per shape statistics of both sides, the
     geomean speed-up, the rates against the ceilings, the machine and its clocks, the commands and every attempt."""
     run = remeasured.run
-    return {'kind': 'claim', 'loop': loop.id, 'op': loop.plan.op, 'baseline_sha': loop.baseline_sha,
-            'candidate_sha': remeasured.sha, 'try': number, 'remeasure': remeasured.number, 'note': remeasured.note,
-            'speedup': remeasured.speedup, 'rounds': run.rounds, 'gate': run.gate.to_json(),
-            'rows': [_row(row) for row in run.rows], 'machine': _machine(run),
-            'commands': [*_commands(loop, remeasured.sha), f'mrbot loop promote {number}'],
-            'attempts': [_attempt(t) for t in tries]}
+    return Claim(loop.id, loop.plan.op, loop.baseline_sha, remeasured.sha, number, remeasured.number, remeasured.note,
+                 remeasured.speedup, run.rounds, run.gate, tuple(_compared(row) for row in run.rows),
+                 OutcomeMachine.of(run.machine), (*_commands(loop, remeasured.sha), f'mrbot loop promote {number}'),
+                 tuple(_attempt(t) for t in tries))
 
 
-def no_go(loop: Loop, tries: list[Try], bound: str) -> dict:
+def no_go(loop: Loop, tries: list[Try], bound: str) -> NoGo:
     """The record of a loop that ends without a win: its baseline, every attempt with its gate and verdict, the best
     timed attempt's numbers as evidence, and the bound that the author names."""
     timed = [t for t in tries if t.speedup is not None and t.gate == 'passed']
     best = max(timed, key=lambda t: t.speedup, default=None)
     baseline = loop.baseline
-    return {'kind': 'no-go', 'loop': loop.id, 'op': loop.plan.op, 'baseline_sha': loop.baseline_sha, 'bound': bound,
-            'baseline': [{'mode': row.mode, 'shape': row.shape.name, **_statistics(stats.summary(row.samples_ms)),
-                          'rates': dict(row.throughput)} for row in baseline.rows] if baseline else [],
-            'machine': _machine(baseline) if baseline else None, 'attempts': [_attempt(t) for t in tries],
-            'best': None if best is None else {'try': best.number, 'rows': [_row(row) for row in best.run.rows]},
-            'commands': _commands(loop, best.sha) if best else _commands(loop, '')[:1]}
+    return NoGo(loop.id, loop.plan.op, loop.baseline_sha, bound,
+                tuple(BaselineRow(row.mode, row.shape.name, RoundStatistics(**stats.summary(row.samples_ms)),
+                                  dict(row.throughput)) for row in baseline.rows) if baseline else (),
+                OutcomeMachine.of(baseline.machine) if baseline else None, tuple(_attempt(t) for t in tries),
+                None if best is None else BestAttempt(best.number, tuple(_compared(row) for row in best.run.rows)),
+                tuple(_commands(loop, best.sha) if best else _commands(loop, '')[:1]))
 
 
-def markdown(outcome: dict, overrides: Path | None = None) -> str:
+def markdown(outcome: LoopOutcome, overrides: Path | None = None) -> str:
     """The claim or no-go as the markdown the PR body carries."""
-    return render('loop_outcome.md.j2', overrides, o=outcome)
+    # the PR body includes the same template with the outcome as Evidence's JSON holds it, so both render one shape
+    return render('loop_outcome.md.j2', overrides, o=outcome.to_json())

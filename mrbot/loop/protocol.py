@@ -24,6 +24,7 @@ from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun, Gate
 from mrbot.records.change import ChangeSet
+from mrbot.records.loop_outcome import Claim, NoGo
 from mrbot.rules import all_rules
 from mrbot.store import Store
 from mrbot.workspace import Workspace
@@ -174,7 +175,7 @@ def _keep(root: Path, store: Store, loop: Loop, sha: str, note: str, diff: str, 
     return Try.from_row(store.tries(loop.id)[number - 1])
 
 
-def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[str, ...], quiet: bool) -> tuple[Try, dict]:
+def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[str, ...], quiet: bool) -> tuple[Try, Claim]:
     """Re-measure try `number` in a fresh run; when it wins again, end the loop with its claim. The re-measure is
     stored as a try of its own either way."""
     tries = [Try.from_row(row) for row in store.tries(loop.id)]
@@ -204,7 +205,7 @@ def promote(root: Path, store: Store, loop: Loop, number: int, command: tuple[st
     return remeasured, outcome
 
 
-def give_up(store: Store, loop: Loop, bound: str) -> dict:
+def give_up(store: Store, loop: Loop, bound: str) -> NoGo:
     """End `loop` without a win: the no-go record of its baseline, attempts and the named bound."""
     if not bound.strip():
         raise MrbotError('--bound is empty: a no-go names what bounds the op (e.g. "latency-bound: one chain of '

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from mrbot.bench import stats
 from mrbot.loop.contract import Contract
 from mrbot.records.bench import BENCH_DISPATCH, BenchRequest, BenchRun, Gate, parse_environment
+from mrbot.records.loop_outcome import LoopOutcome
 from mrbot.records.reading import JsonObject
 from mrbot.store import FILE, LoopRow, TryRow
 
@@ -150,7 +151,7 @@ class Loop:
     plan: Plan
     baseline: BenchRun | None
     state: str
-    outcome: dict | None
+    outcome: LoopOutcome | None
 
     @classmethod
     def from_row(cls, row: LoopRow) -> Loop:

@@ -158,10 +158,7 @@ class Machine:
     @classmethod
     def from_json(cls, fields: JsonObject) -> Machine:
         readings = {key: fields.text(key) for key in fields.data if key.endswith(_READ_AT)}
-        ceilings = fields.optional_mapping('ceilings')
-        for name, value in (ceilings or {}).items():
-            if not is_number(value):
-                raise fields.error(f'{fields.at("ceilings")}.{name}', 'a number', value)
+        ceilings = fields.optional_numbers('ceilings')
         return cls(gpu=fields.text('gpu'), capability=fields.text('capability'),
                    hardware_class=fields.text('class', '-'), torch=fields.text('torch'), triton=fields.text('triton'),
                    cuda=fields.optional_text('cuda'), python=fields.text('python', ''), driver=fields.text('driver', '-'),

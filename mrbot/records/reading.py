@@ -125,6 +125,17 @@ class JsonObject:
     def optional_mapping(self, key: str) -> dict | None:
         return self._get(key, 'an object or null', lambda v: v is None or isinstance(v, dict), None)
 
+    def numbers(self, key: str) -> dict[str, float]:
+        """An object of names to numbers (rates, ceilings), each kept as written."""
+        values = self.mapping(key)
+        for name, value in values.items():
+            if not is_number(value):
+                raise self.error(f'{self.at(key)}.{name}', 'a number', value)
+        return dict(values)
+
+    def optional_numbers(self, key: str) -> dict[str, float] | None:
+        return None if self.optional_mapping(key) is None else self.numbers(key)
+
     def sequence(self, key: str, default: object = _REQUIRED) -> list:
         """A list kept as the plain JSON it is."""
         return self._get(key, 'a list', lambda v: isinstance(v, list), default)

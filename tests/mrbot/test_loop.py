@@ -13,12 +13,18 @@ import pytest
 
 from mrbot.bench import stage as bench_stage
 from mrbot.cli import main
+from mrbot.config import load_config
+from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.loop.claim import markdown
-from mrbot.loop.records import Plan
-from mrbot.prepare import loop_outcomes
+from mrbot.loop.contract import Contract
+from mrbot.loop.records import Loop, Plan
+from mrbot.prepare import loop_outcomes, render_body
 from mrbot.records import MrbotError
 from mrbot.records.bench import parse_environment
+from mrbot.records.loop_outcome import Claim, NoGo
 from mrbot.records.reading import JsonObject
+from mrbot.store import Store
+from mrbot.summary import ChangeSummary
 from mrbot.testing import Gpu
 from tests.mrbot.loop_repo import GATE, KERNEL, files
 
@@ -147,7 +153,7 @@ def test_a_loop_from_start_to_claim_and_a_second_to_no_go(repo, monkeypatch, cap
     assert _loop(capsys, 'claim')[1] == claim
     # mrbot prepare puts the claim of a loop the change builds on into the PR body
     outcomes = loop_outcomes(repo.root, ['product'])
-    assert [o['kind'] for o in outcomes] == ['claim'] and markdown(outcomes[0]) == claim
+    assert [type(o) for o in outcomes] == [Claim] and markdown(outcomes[0]) == claim
     # the ended loop's leaderboard stays readable; what needs an open loop says there is none
     assert _loop(capsys, 'status')[1].startswith('loop 1 of product (promoted), ')
     assert _loop(capsys, 'try')[2].endswith('no open loop: start one with `mrbot loop start --op OP`\n')
@@ -298,3 +304,144 @@ def test_a_plan_keeps_its_dispatch_and_variables_and_reads_older_plans():
     assert plan.bench_command('0123456789abcdef').endswith('--rounds 5 --dispatch on --env PKG_FAST=1')
     older = {'op': 'product', 'shapes': [], 'modes': ['fwd'], 'rounds': 5, 'min_effect': 0.02}
     assert Plan.from_json(JsonObject.parse(json.dumps(older), 'store', 'plan')) == Plan('product', (), ('fwd',), 5, 0.02, 1)
+
+
+BASE = 'a' * 40
+H100 = {'gpu': 'NVIDIA H100 80GB HBM3', 'class': 'sm_90 baseline', 'driver': '570.86', 'cuda': '12.8', 'torch': '2.9.1',
+        'triton': '3.6.0', 'evidence': True,
+        'clocks': {'sm_clock_start': '1980 MHz', 'sm_clock_end': '1755 MHz', 'memory_clock_start': '2619 MHz'},
+        'ceilings': {'copy_tbs': 2.9, 'bf16_tflops': 650}}
+# A claim and a no-go as the store holds them, written by the mrbot before outcomes were records.
+STORED_CLAIM = {
+    'kind': 'claim', 'loop': 1, 'op': 'product', 'baseline_sha': BASE, 'candidate_sha': 'c' * 40, 'try': 2,
+    'remeasure': 3, 'note': 'half the delay', 'speedup': 1.9371, 'rounds': 5,
+    'gate': {'test_files': ['tests/ops/test_product.py'], 'frozen_ok': True, 'partial': False, 'changed_contract': [],
+             'status': 'passed', 'seconds': 3.5, 'pytest_args': [], 'reused': [], 'failures': []},
+    'rows': [{'op': 'product', 'mode': 'fwd', 'shape': 'small',
+              'baseline': {'median': 0.121, 'mean': 0.1234, 'std': 0.004, 'min': 0.119, 'p10': 0.1195, 'p90': 0.1288},
+              'candidate': {'median': 0.0625, 'mean': 0.063, 'std': 0.0011, 'min': 0.0619, 'p10': 0.062, 'p90': 0.0644},
+              'speedup': 1.936, 'ratio': 0.5165, 'ci': [0.49, 0.54], 'verdict': 'faster',
+              'baseline_rates': {'tbs': 0.0521, 'tbs_of_ceiling': 0.018, 'tflops': 2, 'tflops_of_ceiling': 0.003},
+              'candidate_rates': {'tbs': 0.1008, 'tbs_of_ceiling': 0.035, 'tflops': 3.9, 'tflops_of_ceiling': 0.006},
+              'flags': []}],
+    'machine': H100,
+    'commands': ['mrbot loop start --op product --modes fwd --shapes small --rounds 5  # at aaaaaaaaaaaa',
+                 'git checkout cccccccccccc && mrbot bench --op product --base aaaaaaaaaaaa --modes fwd --shapes small '
+                 '--rounds 5', 'mrbot loop promote 2'],
+    'attempts': [{'number': 1, 'sha': 'b' * 40, 'note': 'no poisoning', 'verdict': 'refused', 'gate': 'not run',
+                  'speedup': None, 'reasons': ['LOOP001 tests/conftest.py:12: the frozen contract changed']},
+                 {'number': 2, 'sha': 'c' * 40, 'note': 'half the delay', 'verdict': 'faster', 'gate': 'passed',
+                  'speedup': 1.9402, 'reasons': []}]}
+STORED_NO_GO = {
+    'kind': 'no-go', 'loop': 2, 'op': 'scale', 'baseline_sha': BASE, 'bound': 'memory-bound: one read, one write',
+    'baseline': [{'mode': 'fwd', 'shape': 'small', 'median': 0.061, 'mean': 0.0615, 'std': 0.0009, 'min': 0.0601,
+                  'p10': 0.0604, 'p90': 0.0627, 'rates': {}}],
+    'machine': {**H100, 'gpu': 'cpu', 'class': 'cpu', 'driver': '-', 'cuda': None, 'evidence': False, 'clocks': {},
+                'ceilings': None},
+    'attempts': [{'number': 1, 'sha': 'd' * 40, 'note': '', 'verdict': 'noisy', 'gate': 'passed', 'speedup': 1.004,
+                  'reasons': []}],
+    'best': {'try': 1, 'rows': [{'op': 'scale', 'mode': 'fwd', 'shape': 'small',
+                                 'baseline': {'median': 0.061, 'mean': 0.0615, 'std': 0.0009, 'min': 0.0601,
+                                              'p10': 0.0604, 'p90': 0.0627},
+                                 'candidate': {'median': 0.0608, 'mean': 0.0611, 'std': 0.0012, 'min': 0.0597,
+                                               'p10': 0.06, 'p90': 0.0629},
+                                 'speedup': 1.0033, 'ratio': None, 'ci': [None, None], 'verdict': 'noisy',
+                                 'baseline_rates': {}, 'candidate_rates': {}, 'flags': ['unstable']}]},
+    'commands': ['mrbot loop start --op scale --modes fwd --shapes small --rounds 5  # at aaaaaaaaaaaa',
+                 'git checkout dddddddddddd && mrbot bench --op scale --base aaaaaaaaaaaa --modes fwd --shapes small '
+                 '--rounds 5']}
+# Their markdown as that mrbot printed it.
+CLAIM_MARKDOWN = """\
+### Optimization loop 1 of `product`: 1.937x (equal-weight geomean)
+
+Try 2 (`cccccccccc`, half the delay) against the baseline `aaaaaaaaaa`, re-measured in a fresh run of 5 interleaved \
+rounds (stored as try 3); full gate passed (tests/ops/test_product.py, no `-k`).
+
+| mode | shape | side | median ms | mean | std | min | p10 | p90 | speed-up | 95% CI of the ratio | rates |
+| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |
+| fwd | small | baseline | 0.1210 | 0.1234 | 0.0040 | 0.1190 | 0.1195 | 0.1288 | | | 0.05 TB/s (2% of copy), 2.0 \
+TFLOP/s (0% of bf16 matmul) |
+| | | candidate | 0.0625 | 0.0630 | 0.0011 | 0.0619 | 0.0620 | 0.0644 | 1.936x | 0.490-0.540 (faster) | 0.10 TB/s \
+(4% of copy), 3.9 TFLOP/s (1% of bf16 matmul) |
+
+Measured on **NVIDIA H100 80GB HBM3** (sm_90 baseline), driver 570.86, CUDA 12.8, torch 2.9.1, triton 3.6.0; SM clock \
+1980 MHz at start and 1755 MHz at end, memory clock 2619 MHz / -.
+
+
+Every attempt:
+
+| try | commit | verdict | gate | speed-up | note |
+| ---: | --- | --- | --- | ---: | --- |
+| 1 | `bbbbbbbbbb` | refused: LOOP001 tests/conftest.py:12: the frozen contract changed | not run | - | no poisoning |
+| 2 | `cccccccccc` | faster | passed | 1.940x | half the delay |
+
+Commands:
+- `mrbot loop start --op product --modes fwd --shapes small --rounds 5  # at aaaaaaaaaaaa`
+- `git checkout cccccccccccc && mrbot bench --op product --base aaaaaaaaaaaa --modes fwd --shapes small --rounds 5`
+- `mrbot loop promote 2`
+"""
+NO_GO_MARKDOWN = """\
+### Optimization loop 2 of `scale`: no-go
+
+Bound: memory-bound: one read, one write
+
+Baseline `aaaaaaaaaa`:
+
+| mode | shape | median ms | mean | std | min | p10 | p90 | rates |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| fwd | small | 0.0610 | 0.0615 | 0.0009 | 0.0601 | 0.0604 | 0.0627 |  |
+
+Best timed attempt with a green gate, try 1: fwd small 1.003x (noisy).
+
+Measured on **cpu** (cpu), driver -, CUDA -, torch 2.9.1, triton 3.6.0. **Not evidence**: timed under the Triton \
+interpreter, without a GPU.
+
+Every attempt:
+
+| try | commit | verdict | gate | speed-up | note |
+| ---: | --- | --- | --- | ---: | --- |
+| 1 | `dddddddddd` | noisy | passed | 1.004x | - |
+
+Commands:
+- `mrbot loop start --op scale --modes fwd --shapes small --rounds 5  # at aaaaaaaaaaaa`
+- `git checkout dddddddddddd && mrbot bench --op scale --base aaaaaaaaaaaa --modes fwd --shapes small --rounds 5`
+"""
+
+
+def _store_ended_loop(store: Store, outcome: dict) -> None:
+    """An ended loop with `outcome` as an earlier mrbot wrote the row: its JSON columns as text."""
+    plan = Plan(outcome['op'], ('small',), ('fwd',), 5, 0.02, 1)
+    store.connection.execute(
+        'INSERT INTO loops (op, started, baseline_sha, contract, request, state, ended, outcome) VALUES '
+        "(?, 'now', ?, ?, ?, ?, 'now', ?)",
+        (outcome['op'], BASE, json.dumps(Contract({}, {}).to_json()), json.dumps(plan.to_json()),
+         'promoted' if outcome['kind'] == 'claim' else 'no-go', json.dumps(outcome)))
+
+
+def test_an_outcome_stored_by_an_earlier_mrbot_reads_back_and_renders_as_it_did(repo, monkeypatch, capsys):
+    repo.commit({'a.txt': 'a\n'})
+    monkeypatch.chdir(repo.root)
+    with Store.open(repo.root) as store:
+        for outcome in (STORED_CLAIM, STORED_NO_GO):
+            _store_ended_loop(store, outcome)
+        outcomes = [Loop.from_row(row).outcome for row in store.loops()]
+    assert [type(o) for o in outcomes] == [Claim, NoGo]
+    assert [json.dumps(o.to_json()) for o in outcomes] == [json.dumps(STORED_CLAIM), json.dumps(STORED_NO_GO)]
+    assert _loop(capsys, 'claim', '--op', 'product') == (0, CLAIM_MARKDOWN, '')
+    assert _loop(capsys, 'claim', '--op', 'scale') == (0, NO_GO_MARKDOWN, '')
+    # the PR body of a change carries them as the Evidence file holds them
+    change = ChangeSummary(BASE, 'WORKTREE', 'main', '[Perf] Half the delay', 'flag', (), (), (), ())
+    record = Evidence('2026-01-01T00:00:00+00:00', 'cpu', change, loops=outcomes,
+                      steps=[Step(name, 'skipped') for name in ('select', 'compile', 'check', 'tests', 'breaking')])
+    record.conclusion, record.checklist = conclusion(record), checklist(record)
+    assert record.to_json()['loops'] == [STORED_CLAIM, STORED_NO_GO]
+    assert f'\n\n{CLAIM_MARKDOWN}\n{NO_GO_MARKDOWN}' in render_body(record, repo.root, load_config(repo.root))
+
+
+def test_a_malformed_stored_outcome_is_one_error_naming_its_field(repo, monkeypatch, capsys):
+    repo.commit({'a.txt': 'a\n'})
+    monkeypatch.chdir(repo.root)
+    with Store.open(repo.root) as store:
+        _store_ended_loop(store, {**STORED_CLAIM, 'rows': [{**STORED_CLAIM['rows'][0], 'ci': [0.49]}]})
+    assert _loop(capsys, 'claim') == (2, '', 'mrbot loop: error: history.sqlite3: loops[1].outcome.rows[0].ci: expected '
+                                             'a list of two numbers or nulls, got a list\n')
