@@ -342,6 +342,8 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
     reach = matrix = report = tested = breaking = bench = None
     try:
         reach = steps.run('select', select_stage, workspace, change, public)
+        # read before the long stages: a store that cannot be read stops the run before it costs anything
+        loops = loop_outcomes(root, list(reach.ops)) if reach is not None else []
         # the check reads the compilation matrix, so the kernels compile first
         matrix = steps.run('compile', compile_stage, workspace, change, options)
         report = steps.run('check', check_stage, workspace, change, matrix, reach)
@@ -354,7 +356,7 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
         raise PrepareInterrupted(_evidence(created, device, summary, reach, matrix, report, tested, breaking, bench,
                                            steps.done)) from None
     record = _evidence(created, device, summary, reach, matrix, report, tested, breaking, bench, steps.done)
-    record.loops = loop_outcomes(root, record.ops)
+    record.loops = loops
     return record
 
 
@@ -386,7 +388,8 @@ def loop_outcomes(root: Path, ops: list[str]) -> list[LoopOutcome]:
     if store is None:
         return []
     with store:
-        ended = [row for row in store.loops() if row.state != 'open' and row.op in ops]
+        # the touched ops' loops only: another op's stored outcome is not read, so it cannot stop this change
+        ended = [row for op in ops for row in store.loops(op) if row.state != 'open']
     latest = {row.op: row for row in ended if git.is_ancestor(root, row.baseline_sha, 'HEAD')}
     return [row.outcome for row in latest.values()]
 

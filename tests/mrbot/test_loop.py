@@ -445,3 +445,14 @@ def test_a_malformed_stored_outcome_is_one_error_naming_its_field(repo, monkeypa
         _store_ended_loop(store, {**STORED_CLAIM, 'rows': [{**STORED_CLAIM['rows'][0], 'ci': [0.49]}]})
     assert _loop(capsys, 'claim') == (2, '', 'mrbot loop: error: history.sqlite3: loops[1].outcome.rows[0].ci: expected '
                                              'a list of two numbers or nulls, got a list\n')
+
+
+def test_prepare_reads_the_outcomes_of_the_touched_ops_only(repo, monkeypatch):
+    # BASE is not in this repository, so the touched op's claim does not apply; the other op's would not even read
+    repo.commit({'a.txt': 'a\n'})
+    with Store.open(repo.root) as store:
+        _store_ended_loop(store, STORED_CLAIM)
+        _store_ended_loop(store, {**STORED_CLAIM, 'op': 'other', 'rows': [{**STORED_CLAIM['rows'][0], 'ci': [0.49]}]})
+    assert loop_outcomes(repo.root, ['product']) == []
+    with pytest.raises(MrbotError, match=r'loops\[2\]\.outcome\.rows\[0\]\.ci'):
+        loop_outcomes(repo.root, ['other'])
