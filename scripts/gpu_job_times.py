@@ -130,12 +130,29 @@ def clone(folder: Path, name: str) -> Path:
     return folder / name
 
 
-def job(case: str, text: str, layer: str, limit: float) -> dict:
-    """One GPU job of `text` on the demo change's pull request, from its checkout to its result."""
+def fresh(case: str) -> tuple[Path, Path]:
+    """An empty folder for `case` and its `RUNNER_TEMP` inside it."""
     folder = JOBS / case
     shutil.rmtree(folder, ignore_errors=True)
-    temp = folder / 'temp'
-    temp.mkdir(parents=True)
+    (folder / 'temp').mkdir(parents=True)
+    return folder, folder / 'temp'
+
+
+def hand_to_runner(folder: Path) -> None:
+    """The runner's user owns what a job of it checks out, as on a runner (where the jobs run as root, root does)."""
+    if as_runner():
+        subprocess.run(['chown', '-R', 'runner:runner', str(folder)], check=True)
+
+
+def record(case: str, command: str, layer: str, phases: list, start: float, lines: list) -> dict:
+    """What a step leaves in phases.json: its phases, its seconds since `start`, the last line its command printed."""
+    return {'case': case, 'command': command, 'layer': layer, 'phases': phases, 'seconds': time.monotonic() - start,
+            'ended': lines[-1][1] if lines else ''}
+
+
+def job(case: str, text: str, layer: str, limit: float) -> dict:
+    """One GPU job of `text` on the demo change's pull request, from its checkout to its result."""
+    folder, temp = fresh(case)
     log = OUT / f'{case}.log'
     start = time.monotonic()
     git = ['git', *IDENTITY]
@@ -143,8 +160,7 @@ def job(case: str, text: str, layer: str, limit: float) -> dict:
     subprocess.run([*git, 'checkout', '-q', '-b', 'demo-change'], cwd=pr, check=True)
     subprocess.run([*git, 'apply', 'examples/demo-change.patch'], cwd=pr, check=True)
     subprocess.run([*git, 'commit', '-qam', '[Perf] One more autotune config'], cwd=pr, check=True)
-    if os.geteuid() == 0:
-        subprocess.run(['chown', '-R', 'runner:runner', str(folder)], check=True)
+    hand_to_runner(folder)
     checkout = time.monotonic() - start
     user = as_runner()
     installed = install(bot, temp, log, user)
@@ -160,9 +176,8 @@ def job(case: str, text: str, layer: str, limit: float) -> dict:
     result = temp / 'out'
     if result.is_dir():
         shutil.copytree(result, OUT / f'{case}-result', dirs_exist_ok=True)
-    return {'case': case, 'command': text, 'layer': layer,
-            'phases': [('checkout', checkout), ('install', installed), *phases_of(lines, seconds, 'job: start')],
-            'seconds': time.monotonic() - start, 'ended': lines[-1][1] if lines else ''}
+    return record(case, text, layer, [('checkout', checkout), ('install', installed),
+                                      *phases_of(lines, seconds, 'job: start')], start, lines)
 
 
 def accepted(text: str) -> tuple[str, str]:
@@ -178,10 +193,7 @@ def accepted(text: str) -> tuple[str, str]:
 def fill(limit: float) -> dict:
     """The filler: the default branch's launches compiled for this GPU into the layer's folder for the repository, by
     its owner (root here), never by the runner's user."""
-    folder = JOBS / 'fill'
-    shutil.rmtree(folder, ignore_errors=True)
-    temp = folder / 'temp'
-    temp.mkdir(parents=True)
+    folder, temp = fresh('fill')
     log = OUT / 'fill.log'
     start = time.monotonic()
     bot = clone(folder, 'bot')
@@ -193,45 +205,38 @@ def fill(limit: float) -> dict:
     seconds, lines = timed([f'{temp}/venv/bin/mrbot', 'compile', *FILLED, '--depth', 'binary', '--targets', 'sm_90'],
                            bot, env, log, limit, {})
     entries = sum(1 for _ in target.rglob('*') if _.is_file())
-    return {'case': 'fill', 'command': f"mrbot compile {' '.join(FILLED)} --depth binary --targets sm_90",
-            'layer': f'{entries} files',
-            'phases': [('install', installed), ('compile', seconds)], 'seconds': time.monotonic() - start,
-            'ended': lines[-1][1] if lines else ''}
+    return record('fill', f"mrbot compile {' '.join(FILLED)} --depth binary --targets sm_90", f'{entries} files',
+                  [('install', installed), ('compile', seconds)], start, lines)
 
 
 def profile_gate(limit: float) -> dict:
     """The warm job's gate run again by hand with pytest's slowest durations, to see what its tests spend the time on:
     the same checkout, venv, workers and layer, and a cache of its own."""
     temp, pr = JOBS / 'warm-bench' / 'temp', JOBS / 'warm-bench' / 'pr'
+    start = time.monotonic()
     env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/profile-cache',
            'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache', 'MRBOT_SHARED_TRITON_CACHE': str(SHARED)}
     seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q',
                             '-p', 'no:cacheprovider', '--durations=30'], pr, env, OUT / 'profile-gate.log', limit,
                            as_runner())
-    return {'case': 'profile-gate', 'command': 'pytest tests/ops/test_simple_gla.py -n 12 --durations=30',
-            'layer': 'filled', 'phases': [('tests', seconds)], 'seconds': seconds,
-            'ended': lines[-1][1] if lines else ''}
+    return record('profile-gate', 'pytest tests/ops/test_simple_gla.py -n 12 --durations=30', 'filled',
+                  [('tests', seconds)], start, lines)
 
 
 def demo(limit: float) -> dict:
     """`mrbot demo` from a fresh clone of the default branch, its Triton cache empty."""
-    folder = JOBS / 'demo'
-    shutil.rmtree(folder, ignore_errors=True)
-    temp = folder / 'temp'
-    temp.mkdir(parents=True)
+    folder, temp = fresh('demo')
     start = time.monotonic()
     repo = clone(folder, 'repo')
-    if os.geteuid() == 0:
-        subprocess.run(['chown', '-R', 'runner:runner', str(folder)], check=True)
+    hand_to_runner(folder)
     checkout = time.monotonic() - start
     user = as_runner()
     log = OUT / 'demo.log'
     installed = install(repo, temp, log, user)
     env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/triton-cache'}
     seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'mrbot.cli', 'demo'], repo, env, log, limit, user)
-    return {'case': 'demo', 'command': 'mrbot demo', 'layer': 'none',
-            'phases': [('checkout', checkout), ('install', installed), *phases_of(lines, seconds, 'demo: start')],
-            'seconds': time.monotonic() - start, 'ended': lines[-1][1] if lines else ''}
+    return record('demo', 'mrbot demo', 'none', [('checkout', checkout), ('install', installed),
+                                                  *phases_of(lines, seconds, 'demo: start')], start, lines)
 
 
 def setup() -> dict:
