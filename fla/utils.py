@@ -86,15 +86,16 @@ if IS_TRITON_INTERPRETER:
     _widen_interpreter_bf16_dots()
 
 
-def relative_rms_error(ref: torch.Tensor, tri: torch.Tensor) -> float:
-    """Root-mean-square of the difference over root-mean-square of the reference, in float64."""
+def relative_rms_error(ref: torch.Tensor, tri: torch.Tensor, magnitude: torch.Tensor | None = None) -> float:
+    """Root-mean-square of the difference over root-mean-square of `magnitude` (default: the reference), in float64."""
     ref64, tri64 = ref.detach().double(), tri.detach().double()
     diff_rms = (ref64 - tri64).square().mean().sqrt().item()
-    ref_rms = ref64.square().mean().sqrt().item()
+    ref_rms = (ref64 if magnitude is None else magnitude.detach().double()).square().mean().sqrt().item()
     return diff_rms / ref_rms if ref_rms > 0 else (0.0 if diff_rms == 0 else float('inf'))
 
 
-def assert_close(prefix: str, ref: torch.Tensor, tri: torch.Tensor, ratio: float, atol: float = 1e-6) -> None:
+def assert_close(prefix: str, ref: torch.Tensor, tri: torch.Tensor, ratio: float, atol: float = 1e-6,
+                 magnitude: torch.Tensor | None = None) -> None:
     """Fail unless `tri` matches `ref` within a relative RMS error of `ratio`.
 
     Args:
@@ -109,6 +110,10 @@ def assert_close(prefix: str, ref: torch.Tensor, tri: torch.Tensor, ratio: float
         atol (float, Optional):
             A maximum absolute difference at or below this passes even when `ref` is all zeros.
             Default: `1e-6`.
+        magnitude (torch.Tensor, Optional):
+            What the error is relative to, shaped like `ref`: for a reference that sums terms of both signs, the sum
+            of the terms' sizes, since cancellation makes the sum small but not its rounding error.
+            Default: `None` (the reference).
     """
     if ref.shape != tri.shape:
         raise AssertionError(f"{prefix}: shape {tuple(tri.shape)} differs from the reference's {tuple(ref.shape)}")
@@ -119,7 +124,7 @@ def assert_close(prefix: str, ref: torch.Tensor, tri: torch.Tensor, ratio: float
     max_abs = (ref.detach().double() - tri.detach().double()).abs().max().item() if ref.numel() else 0.0
     if max_abs <= atol:
         return
-    measured = relative_rms_error(ref, tri)
+    measured = relative_rms_error(ref, tri, magnitude)
     if not measured < ratio:
         raise AssertionError(
             f"{prefix}: relative RMS error {measured:.3e} is not below {ratio:.3e} (max abs diff {max_abs:.3e})"

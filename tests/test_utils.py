@@ -11,7 +11,7 @@ import pytest
 import torch
 from triton.runtime import driver
 
-from fla.utils import device, nvidia_target
+from fla.utils import assert_close, device, nvidia_target
 
 ON_CPU = pytest.mark.skipif(device != 'cpu', reason='the stand-in driver stands for a GPU only where there is none')
 
@@ -46,3 +46,14 @@ def test_a_stand_in_driver_names_the_target(monkeypatch, backend, arch, target):
 def test_a_tensor_on_the_gpu_has_the_target_of_its_gpu():
     target = nvidia_target(torch.zeros(1, device=device))
     assert target is None or (target.startswith('sm_') and target[3:].isdigit())
+
+
+def test_a_sum_whose_terms_cancel_is_judged_against_the_terms_sizes():
+    terms = torch.tensor([[1000.0, -999.0], [500.0, -499.5]], dtype=torch.float64)
+    ref = terms.sum(1)
+    rounded = ref + torch.tensor([0.01, -0.01], dtype=torch.float64)  # 1e-5 of the terms, 1.3% of the sums
+    with pytest.raises(AssertionError, match='relative RMS error 1.26'):
+        assert_close('sum', ref, rounded, 2e-3)
+    assert_close('sum', ref, rounded, 2e-3, magnitude=terms.abs().sum(1))
+    with pytest.raises(AssertionError, match='sum: relative RMS error'):
+        assert_close('sum', ref, ref + 10, 2e-3, magnitude=terms.abs().sum(1))

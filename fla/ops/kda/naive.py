@@ -35,6 +35,16 @@ def naive_kda_recurrence(
     return o, state
 
 
+def naive_kda_gate(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None, safe_gate: bool,
+                   lower_bound: float | None) -> torch.Tensor:
+    """The log decay `[B, T, HV, K]` that the in-kernel gate makes of the raw `g`: $-e^{A} \mathrm{softplus}(g + b)$,
+    or with `safe_gate` $\text{lower\_bound} \cdot \sigma(e^{A} (g + b))$; A_log `[HV]`, dt_bias `[HV * K]`."""
+    HV, K = g.shape[-2:]
+    x = g.float() + (dt_bias.float().view(HV, K) if dt_bias is not None else 0)
+    rate = A_log.float().exp()[:, None]
+    return lower_bound * torch.sigmoid(rate * x) if safe_gate else -rate * F.softplus(x)
+
+
 def naive_recurrent_kda(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -61,9 +71,7 @@ def naive_recurrent_kda(
         q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
         k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
     if use_gate_in_kernel:
-        x = g + (dt_bias.float().view(HV, K) if dt_bias is not None else 0)
-        rate = A_log.float().exp()[:, None]
-        g = lower_bound * torch.sigmoid(rate * x) if safe_gate else -rate * F.softplus(x)
+        g = naive_kda_gate(g, A_log, dt_bias, safe_gate, lower_bound)
     if use_beta_sigmoid_in_kernel:
         beta = beta.sigmoid()
     scale = K ** -0.5 if scale is None else scale
