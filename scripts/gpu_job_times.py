@@ -9,7 +9,8 @@ Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, 
   fill        the shared layer filled with the default branch's kernels of the two ops, as docs/ci.md asks a filler to
               (another user, umask 022)
   warm-bench  the same `/bench` in a new job that reads the filled layer
-  profile-gate  the warm job's gate again, by hand, under scripts/gate_profile.py (profile-gate.md)
+  profile-gate  the warm job's gate again, by hand, under scripts/gate_profile.py, with brief and with full autotune
+              timing
   test-kda    `/test tests/ops/test_kda.py` reading the layer
   demo        `mrbot demo` in a fresh clone, cold
   table       the phase table of every job so far
@@ -211,20 +212,25 @@ def fill(limit: float) -> dict:
 
 def profile_gate(limit: float) -> dict:
     """The warm job's gate run again by hand under scripts/gate_profile.py, to see what its tests spend the time on:
-    the same checkout, venv, workers and layer, and a cache of its own."""
+    the same checkout, venv, workers and layer, once with the autotuner's timing as the job has it (brief) and once
+    with Triton's own, each with a cache of its own beside the layer (profile-gate-brief.md, profile-gate-full.md)."""
     temp, pr = JOBS / 'warm-bench' / 'temp', JOBS / 'warm-bench' / 'pr'
     start = time.monotonic()
-    env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/profile-cache',
-           'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache', 'MRBOT_SHARED_TRITON_CACHE': str(SHARED),
-           'PYTHONPATH': str(pr / 'scripts'), 'GATE_PROFILE': f'{temp}/gate-profile'}
-    seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q',
-                            '-p', 'no:cacheprovider', '-p', 'gate_profile'], pr, env, OUT / 'profile-gate.log', limit,
-                           as_runner())
-    summary = subprocess.run([sys.executable, str(pr / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile'],
-                             capture_output=True, text=True).stdout
-    (OUT / 'profile-gate.md').write_text(summary)
-    return record('profile-gate', 'pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile', 'filled',
-                  [('tests', seconds)], start, lines)
+    phases, lines = [], []
+    for timing, plugins in (('brief', ['-p', 'mrbot.brief_autotune']), ('full', [])):
+        env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/profile-cache-{timing}',
+               'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache',
+               'MRBOT_SHARED_TRITON_CACHE': str(SHARED), 'PYTHONPATH': str(pr / 'scripts'),
+               'GATE_PROFILE': f'{temp}/gate-profile-{timing}'}
+        seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12',
+                                '-q', '-p', 'no:cacheprovider', '-p', 'gate_profile', *plugins], pr, env,
+                               OUT / f'profile-gate-{timing}.log', limit, as_runner())
+        summary = subprocess.run([sys.executable, str(pr / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile-{timing}'],
+                                 capture_output=True, text=True).stdout
+        (OUT / f'profile-gate-{timing}.md').write_text(summary)
+        phases.append((f'tests, {timing} autotune timing', seconds))
+    return record('profile-gate', 'pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile', 'filled', phases, start,
+                  lines)
 
 
 def demo(limit: float) -> dict:
