@@ -23,10 +23,10 @@ from mrbot.records import MrbotError
 from mrbot.records.change import ChangeSet
 from mrbot.records.findings import CheckReport, Finding
 from mrbot.records.testruns import Selection
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import Context, Rule, all_rules, is_compile_rule
 from mrbot.stack import missing_kernel_stack
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

@@ -133,7 +133,7 @@ class Config:
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
     # Seconds each test may run while `mrbot compile` captures its launches; by then it has made them.
     compile_test_seconds: int = 60
-    # [tool.mrbot.bench]: the benchmarkable ops, checked by mrbot.bench.specs, which owns their form.
+    # [tool.mrbot.bench]: the benchmarkable ops, checked by mrbot.repo.ops, which owns their form.
     bench: dict | None = None
 
     def severity(self, rule: str, path: str, default: str) -> str:

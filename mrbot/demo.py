@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mrbot import git, prepare
 from mrbot.records import MrbotError
-from mrbot.workspace import Workspace
+from mrbot.repo.workspace import Workspace
 
 SOURCE = Path(__file__).resolve().parents[1]
 CHANGE = SOURCE / 'examples' / 'demo-change.patch'

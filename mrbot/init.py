@@ -24,8 +24,8 @@ from checks.pr import template_sections
 from mrbot import git, version
 from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_string, toml_value
 from mrbot.records import MrbotError
+from mrbot.repo.index import python_files
 from mrbot.rules import Rule, all_rules
-from mrbot.selection import python_files
 from mrbot.workflows import CiFile, github_workflows, gitlab_pipeline, installed_ref, parse_action_ref
 
 if sys.version_info >= (3, 11):

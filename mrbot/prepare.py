@@ -39,6 +39,7 @@ from mrbot.records.findings import CheckReport
 from mrbot.records.loop_outcome import LoopOutcome
 from mrbot.records.testruns import Selection, TestRun, check_workers
 from mrbot.render import check_template, render
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules
 from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import BreakingChange, breaking_changes, exported, reached_ops
@@ -56,7 +57,6 @@ from mrbot.testing import (
     xdist_args,
 )
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

@@ -33,7 +33,7 @@ from mrbot.records.testruns import Selection
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
-    from mrbot.workspace import Workspace
+    from mrbot.repo.workspace import Workspace
 
 # Line-scoped rules report only on added lines; file rules on any touched file; change rules on the PR itself.
 SCOPES = ('lines', 'file', 'change')

@@ -8,8 +8,8 @@ from mrbot import git
 from mrbot.check import evaluate
 from mrbot.output import format_report, summary
 from mrbot.records.findings import CheckReport
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules
-from mrbot.workspace import Workspace
 
 # A finding's severity as a check-run annotation level.
 SEVERITY_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}

@@ -16,11 +16,11 @@ from mrbot.output import format_report
 from mrbot.records import MrbotError
 from mrbot.records.change import ChangeSet
 from mrbot.records.findings import CheckReport
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

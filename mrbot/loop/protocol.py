@@ -25,9 +25,9 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun, Gate
 from mrbot.records.change import ChangeSet
 from mrbot.records.loop_outcome import Claim, NoGo
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules
 from mrbot.store import Store
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

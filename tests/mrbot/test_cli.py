@@ -18,7 +18,7 @@ from mrbot import cli
 from mrbot.cli import main
 from mrbot.config import CONFIG_VARIABLE
 from mrbot.records import MrbotError
-from mrbot.selection import CACHE_PATH
+from mrbot.repo.index import CACHE_PATH
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 
