@@ -12,8 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mrbot.repo.index import imported_module
 from mrbot.rules import Context, SourceFile, Violation, dotted_name, last_name, rule
-from mrbot.selection import imported_at_import, imported_module
+from mrbot.selection import imported_at_import
 
 # Required by the library itself, so a backend may import them at module level.
 _ALWAYS_INSTALLED = frozenset({'torch', 'triton', 'numpy'})

@@ -23,10 +23,10 @@ from mrbot.records import MrbotError
 from mrbot.records.change import ChangeSet
 from mrbot.records.findings import CheckReport, Finding
 from mrbot.records.testruns import Selection
-from mrbot.rules import Context, Rule, all_rules, is_compile_rule
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import Context, Rule, all_rules, check_rule_ids, is_compile_rule
 from mrbot.stack import missing_kernel_stack
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -223,6 +223,7 @@ def _checked(args: argparse.Namespace, workspace: Workspace, rules: list[Rule],
 
 def run(args: argparse.Namespace) -> int:
     workspace = Workspace.load(git.repo_root(Path.cwd()))
+    check_rule_ids(workspace.config)
     # named files have no pull request around them, so the rules that judge one do not run
     rules = [r for r in all_rules() if not args.files or r.scope != 'change']
     if (args.fix or args.diff) and args.head:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from mrbot import git, prepare
 from mrbot.records import MrbotError
-from mrbot.workspace import Workspace
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import check_rule_ids
 
 SOURCE = Path(__file__).resolve().parents[1]
 CHANGE = SOURCE / 'examples' / 'demo-change.patch'
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
               f'committed on {BRANCH}:\n  {TITLE}\n  ({CHANGE.relative_to(SOURCE)}: one more autotune config, one '
               f'more test case)\nrunning mrbot prepare --base {base[:12]} there\n', file=sys.stderr, flush=True)
         workspace = Workspace.load(clone)
+        check_rule_ids(workspace.config)
         record = prepare.prepare(prepare.PrepareOptions(), workspace, base)
         print(prepare.render_body(record, clone, workspace.config), end='')
     finally:

@@ -24,8 +24,8 @@ from checks.pr import template_sections
 from mrbot import git, version
 from mrbot.config import Config, PathOverride, parse_config, toml_array, toml_string, toml_value
 from mrbot.records import MrbotError
-from mrbot.rules import Rule, all_rules
-from mrbot.selection import python_files
+from mrbot.repo.index import python_files
+from mrbot.rules import Rule, all_rules, check_rule_ids
 from mrbot.workflows import CiFile, github_workflows, gitlab_pipeline, installed_ref, parse_action_ref
 
 if sys.version_info >= (3, 11):
@@ -404,6 +404,7 @@ def run(args: argparse.Namespace) -> int:
     appended = lead + table.replace('\n', newline) if table else ''
     # the file as it will be must load, or nothing is written (a table there already is never appended to)
     settings = parse_config(existing if has_table else existing + appended, str(pyproject))
+    check_rule_ids(settings)
     for origin in preset.origins if preset else ():
         print(f'mrbot init: {origin}', file=sys.stderr)
     if args.print:

@@ -39,7 +39,8 @@ from mrbot.records.findings import CheckReport
 from mrbot.records.loop_outcome import LoopOutcome
 from mrbot.records.testruns import Selection, TestRun, check_workers
 from mrbot.render import check_template, render
-from mrbot.rules import all_rules
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import all_rules, check_rule_ids
 from mrbot.selection import dependency_chains, select_change
 from mrbot.signatures import BreakingChange, breaking_changes, exported, reached_ops
 from mrbot.stack import usable_cores
@@ -56,7 +57,6 @@ from mrbot.testing import (
     xdist_args,
 )
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -479,6 +479,7 @@ def run(args: argparse.Namespace) -> int:
     if head is not None:
         # a clean checkout of the revision, so that tests, compilation and the import graph see what it holds
         workspace = Workspace.load(git.worktree(root, head))
+    check_rule_ids(workspace.config)
     evidence_path, body_path = state_dir(root) / EVIDENCE_FILE, state_dir(root) / BODY_FILE
     # a template that does not parse is refused before the steps, not after them
     check_template('pr_body.md.j2', _templates(root, workspace.config))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from mrbot.config import OFF, Config
+from mrbot.config import OFF, Config, suggestion
 from mrbot.records import MrbotError
 from mrbot.records.change import ChangedFile, ChangeSet
 from mrbot.records.findings import SEVERITIES
@@ -33,7 +33,7 @@ from mrbot.records.testruns import Selection
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
-    from mrbot.workspace import Workspace
+    from mrbot.repo.workspace import Workspace
 
 # Line-scoped rules report only on added lines; file rules on any touched file; change rules on the PR itself.
 SCOPES = ('lines', 'file', 'change')
@@ -106,6 +106,24 @@ def all_rules() -> list[Rule]:
     for module in pkgutil.iter_modules(checks.__path__):
         importlib.import_module(f'checks.{module.name}')
     return sorted(_REGISTRY.values(), key=lambda r: r.id)
+
+
+def check_rule_ids(config: Config) -> None:
+    """Refuse settings that give a severity to a rule id the pack lacks: a near miss (`TRI02`) turns nothing off.
+
+    The settings are read without the rule pack, so every command that evaluates the rules calls this where it reads
+    them. A rule is found by its id, or by its family before a colon (`RUF` or `RUF:E501` for ruff's codes).
+    """
+    tables = [('[tool.mrbot] rules', config.rules),
+              *((f'[tool.mrbot] overrides[{i}].rules', override.rules) for i, override in enumerate(config.overrides))]
+    # the rule pack is loaded only for settings that name a rule
+    if not any(table for _, table in tables):
+        return
+    ids = [rule.id for rule in all_rules()]
+    for where, table in tables:
+        for rule in table:
+            if rule.split(':')[0] not in ids:
+                raise MrbotError(f"{where}.{rule}: unknown rule id{suggestion(rule, ids)} (`mrbot rules` lists them)")
 
 
 @dataclass
@@ -231,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mrbot import git
-    from mrbot.config import load_config, suggestion
+    from mrbot.config import load_config
     from mrbot.words import plural
 
     rules = all_rules()
@@ -240,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
     except MrbotError:
         root = None
     config = load_config(root) if root is not None else Config()
+    check_rule_ids(config)
     chosen = []
     for word in args.ids:
         wanted = word.upper()

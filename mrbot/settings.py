@@ -10,12 +10,14 @@ from pathlib import Path
 
 from mrbot import git
 from mrbot.config import load_config, render_settings, settings_file
+from mrbot.rules import check_rule_ids
 
 
 def run(args: argparse.Namespace) -> int:
     root = git.repo_root(Path.cwd())
     source = settings_file(root)
     config = load_config(root)
+    check_rule_ids(config)
     where = source if source.is_file() else f'{source} (absent: every setting is its default)'
     print(f'# mrbot config: read from {where}', file=sys.stderr)
     print(render_settings(config), end='')

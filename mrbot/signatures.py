@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mrbot.records.change import ChangeSet
-from mrbot.selection import Graph, definition_chain, implementation, is_jit, parse_file
+from mrbot.repo.graph import Graph, definition_chain, implementation
+from mrbot.repo.index import is_jit, parse_file
 
 
 @dataclass(frozen=True)
@@ -192,12 +193,12 @@ def exported(graph: Graph, change: ChangeSet, public_roots: Iterable[str]) -> se
     `__init__` the change edits, defines, now or at the base: the library's interface, of which `backends/` are no
     part."""
     roots = tuple(f'{r.rstrip("/")}/' for r in public_roots)
-    packages = {path: list(facts['imports']) for path, facts in graph.index.items()
+    packages = {path: list(facts.imports) for path, facts in graph.index.items()
                 if path.endswith('/__init__.py') and path.startswith(roots) and '/backends/' not in path}
     found = set()
     for file in change.files:
         if file.path in packages and file.base_text is not None:
-            packages[file.path] += parse_file(file.path, file.base_text)['imports']
+            packages[file.path] += parse_file(file.path, file.base_text).imports
             # what a package defines in its own `__init__` is its interface too
             found.update((file.path, name) for name in public_signatures(file.base_text))
     for imports in packages.values():
@@ -246,6 +247,6 @@ def reached_ops(graph: Graph, public: set[tuple[str, str]], changed: Iterable[st
     holds a changed file, whether a benchmark names them or not; Triton kernels are not ops."""
     changed = set(changed)
     folders = tuple(f'{root.rstrip("/")}/ops/' for root in source_roots)
-    kernels = {(path, name) for path, facts in graph.index.items() for name, _, _ in facts.get('kernels', ())}
+    kernels = {(path, name) for path, facts in graph.index.items() for name, _, _ in facts.kernels}
     return sorted({name for path, name in public if path.startswith(folders) and (path, name) not in kernels
                    and path in graph.index and changed & implementation(graph, path)})

@@ -26,10 +26,10 @@ from pathlib import Path
 from mrbot.progress import Progress
 from mrbot.records import MrbotError
 from mrbot.records.testruns import FileRun, Selection, TestFailure, check_workers
-from mrbot.selection import test_files_of
+from mrbot.repo.index import test_files_of
+from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 # The value of FLA_DISABLE_BACKEND_DISPATCH for each dispatch mode; None leaves the inherited environment alone.
 _DISPATCH = {'off': '1', 'on': '0', 'default': None}

@@ -34,8 +34,8 @@ from mrbot.config import parse_config  # noqa: E402
 from mrbot.init import derive, render  # noqa: E402
 from mrbot.records.change import ChangeSet  # noqa: E402
 from mrbot.records.findings import Finding  # noqa: E402
+from mrbot.repo.workspace import Workspace  # noqa: E402
 from mrbot.rules import all_rules  # noqa: E402
-from mrbot.workspace import Workspace  # noqa: E402
 
 
 def _git(root: Path, *args: str, check: bool = True) -> str:

@@ -184,7 +184,7 @@ def job(case: str, text: str, layer: str, limit: float) -> dict:
 def accepted(text: str) -> tuple[str, str]:
     """The `command` and `args` outputs that the authorize step gives for `text` (the bot's own grammar)."""
     code = ('import json, sys; from pathlib import Path; from mrbot.ci import grammar; from mrbot.config import load_config; '
-            'from mrbot.bench.specs import load_specs; r = Path("."); c = load_config(r); '
+            'from mrbot.repo.ops import load_specs; r = Path("."); c = load_config(r); '
             'x = grammar.parse(sys.argv[1], load_specs(r, c), c); print(x.kind); print(json.dumps(x.args))')
     out = subprocess.run(['python3', '-c', code, text], cwd=JOBS / 'bot', capture_output=True, text=True, check=True,
                          env={**os.environ, 'PYTHONPATH': str(JOBS / 'bot')}).stdout.split('\n')

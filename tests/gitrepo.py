@@ -11,8 +11,8 @@ import pytest
 
 from mrbot import git
 from mrbot.check import evaluate
+from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules
-from mrbot.workspace import Workspace
 
 
 class Repo:

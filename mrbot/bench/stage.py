@@ -18,16 +18,17 @@ from mrbot.bench import stats
 from mrbot.bench.harness import Side, interleave, start_side
 from mrbot.bench.machine import cached_ceilings, gpu_state, hardware_class, store_ceilings
 from mrbot.bench.ncu import profile
-from mrbot.bench.specs import OpSpec, evaluate, op_folder, touched_ops
+from mrbot.bench.specs import touched_ops
 from mrbot.config import state_dir
 from mrbot.progress import Progress, say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRequest, BenchRow, BenchRun, Gate, Machine, Revision, Shape, Statistics
 from mrbot.records.testruns import FileRun
+from mrbot.repo.ops import OpSpec, evaluate, op_folder
+from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
 from mrbot.testing import device_label, execute_with_progress, local_gpu, processes_per_test_file, xdist_args
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 DEFAULT_MIN_EFFECT = 0.02
 PLAUSIBLE_SPEEDUP = 3.0

@@ -15,12 +15,12 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from mrbot.bench.specs import OpSpec
 from mrbot.ci import grammar
 from mrbot.ci.event import Ended
 from mrbot.config import Config
 from mrbot.forges import Forge
 from mrbot.records import MrbotError
+from mrbot.repo.ops import OpSpec
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mrbot import git
-from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci import grammar
 from mrbot.ci.answer import Answer, Request, answer, deliver, settle
@@ -26,7 +25,8 @@ from mrbot.ci.poster import bot_bodies, post, post_run
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
-from mrbot.workspace import Workspace
+from mrbot.repo.ops import load_specs
+from mrbot.repo.workspace import Workspace
 
 PULL_REQUEST_ACTIONS = ('opened', 'synchronize', 'reopened', 'edited', 'ready_for_review')
 # The repository secret that signs the bot's markers: every workflow's token comments as github-actions[bot], so the

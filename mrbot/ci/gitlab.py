@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mrbot import git
-from mrbot.bench.specs import load_specs
 from mrbot.ci import event as ci_event
 from mrbot.ci import grammar
 from mrbot.ci.answer import Request, answer, deliver, settle
@@ -28,8 +27,9 @@ from mrbot.ci.report import check_report
 from mrbot.forges import Note
 from mrbot.forges.gitlab import GitLab, RunningJob
 from mrbot.records import MrbotError
+from mrbot.repo.ops import load_specs
+from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
-from mrbot.workspace import Workspace
 
 
 def command_request(notes: list[Note], number: int, job: RunningJob, environ: Mapping[str, str]) -> Request:

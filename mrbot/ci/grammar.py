@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mrbot import git
-from mrbot.bench.specs import OpSpec
 from mrbot.config import Config
 from mrbot.records.bench import BENCH_MODES
+from mrbot.repo.ops import OpSpec
 
 USAGE = '''Commands (a comment of one line; members with write access):
   /bench [OP ...] [--modes fwd|fwdbwd ...] [--shapes NAME ...] [--on CLASS ...] [--rounds N] [--base REF] [--sha SHA]

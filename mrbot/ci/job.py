@@ -11,7 +11,6 @@ from pathlib import Path
 
 from mrbot import git
 from mrbot.bench import stage as bench_stage
-from mrbot.bench.specs import load_specs
 from mrbot.ci import grammar
 from mrbot.ci.artifacts import MAX_TIMINGS, write_artifact
 from mrbot.config import Config
@@ -20,6 +19,8 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_MODES, BenchRequest, BenchRun
 from mrbot.records.testruns import TestRun
 from mrbot.render import render
+from mrbot.repo.ops import load_specs
+from mrbot.repo.workspace import Workspace
 from mrbot.selection import select_change
 from mrbot.stack import require_kernel_stack
 from mrbot.testing import (
@@ -32,7 +33,6 @@ from mrbot.testing import (
     test_targets,
     xdist_args,
 )
-from mrbot.workspace import Workspace
 
 
 def _bench_result(workspace: Workspace, args: dict, base: str) -> tuple[BenchRun, str]:

@@ -8,8 +8,8 @@ from mrbot import git
 from mrbot.check import evaluate
 from mrbot.output import format_report, summary
 from mrbot.records.findings import CheckReport
-from mrbot.rules import all_rules
-from mrbot.workspace import Workspace
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import all_rules, check_rule_ids
 
 # A finding's severity as a check-run annotation level.
 SEVERITY_LEVELS = {'error': 'failure', 'warning': 'warning', 'note': 'notice'}
@@ -21,6 +21,7 @@ def check_report(workspace: Workspace, base: str, head: str, title: str | None, 
     It runs none of the pull request's code, so its kernels are not compiled here (`mrbot compile` runs their tests):
     that belongs with the tests, in a job whose result the pull request's code can decide (docs/ci.md).
     """
+    check_rule_ids(workspace.config)
     root = workspace.root
     # the diff from where the change branched, graded by the configuration of the tip it is to merge into
     change = git.changeset(root, git.merge_base(root, base, head), head, title, body, 'forge', 'forge',

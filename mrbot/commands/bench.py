@@ -19,9 +19,9 @@ from mrbot.commands.record_file import writable_file, write_record
 from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BENCH_DISPATCH, BENCH_MODES, BenchRequest, BenchRun, check_min_effect, parse_environment
+from mrbot.repo.workspace import Workspace
 from mrbot.store import Store
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 
 def request_of(args: argparse.Namespace, command: tuple[str, ...]) -> BenchRequest:

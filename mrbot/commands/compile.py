@@ -16,11 +16,11 @@ from mrbot.output import format_report
 from mrbot.records import MrbotError
 from mrbot.records.change import ChangeSet
 from mrbot.records.findings import CheckReport
-from mrbot.rules import all_rules, is_compile_rule
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import all_rules, check_rule_ids, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -98,6 +98,7 @@ def _changed(args: argparse.Namespace, root: Path, config: Config) -> list[str] 
 def run(args: argparse.Namespace) -> int:
     require_kernel_stack('mrbot compile')
     workspace = Workspace.load(git.repo_root(Path.cwd()))
+    check_rule_ids(workspace.config)
     root, config = workspace.root, workspace.config
     changed = _changed(args, root, config)
     matrix = compile_change(workspace, changed, args.targets, args.depth, args.jobs, args.timeout)

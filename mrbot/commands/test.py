@@ -12,6 +12,7 @@ from mrbot.commands.record_file import writable_file, write_record
 from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.testruns import FileRun, Selection, TestRun, check_workers
+from mrbot.repo.workspace import Workspace
 from mrbot.selection import expand_paths, format_selection, select, select_change
 from mrbot.stack import usable_cores
 from mrbot.testing import (
@@ -25,7 +26,6 @@ from mrbot.testing import (
     xdist_args,
 )
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 
 def format_run(run: TestRun) -> str:

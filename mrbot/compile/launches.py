@@ -35,11 +35,11 @@ from typing import Any
 import triton
 
 from mrbot.bench.harness import WORKER as BENCH_WORKER
-from mrbot.bench.specs import OpSpec
 from mrbot.compile import capture
 from mrbot.config import state_dir, write_whole
 from mrbot.git import run_git
 from mrbot.records import MrbotError
+from mrbot.repo.ops import OpSpec
 from mrbot.stack import usable_cores
 from mrbot.words import plural
 

@@ -4,7 +4,7 @@
 
 A kernel is a `@triton.jit` function that no other JIT function calls (those are device helpers, compiled into their
 callers). A change reaches the kernels of every file it changes and of every file that imports a changed file,
-directly or not, through the import graph of `mrbot.selection`; a change to packaging or to a configured global path
+directly or not, through the import graph of `mrbot.repo.graph`; a change to packaging or to a configured global path
 reaches them all. The launches come from the tests that selection picks for the change and from the benchmark rows
 of the ops whose code it changes. A kernel module may declare the only targets its kernels are written for
 (`TARGETS = ('sm_90',)`, see `mrbot/targets.py`); the plan carries those declarations.
@@ -19,9 +19,11 @@ from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
 from mrbot.config import Config
 from mrbot.records.compiles import Kernel
-from mrbot.selection import Graph, dependency_chains, select, test_files_of
+from mrbot.repo.graph import Graph
+from mrbot.repo.index import FileFacts, test_files_of
+from mrbot.repo.workspace import Workspace
+from mrbot.selection import dependency_chains, select
 from mrbot.targets import DECLARATION, declared_targets
-from mrbot.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,11 @@ class CompilePlan:
         return frozenset(kernel.path for kernel in self.kernels)
 
 
-def kernels_of(index: dict[str, dict], config: Config) -> list[Kernel]:
+def kernels_of(index: dict[str, FileFacts], config: Config) -> list[Kernel]:
     """Every launchable kernel under the source roots, in file order."""
-    helpers = {called for facts in index.values() for _, _, calls in facts.get('kernels', ()) for called in calls}
+    helpers = {called for facts in index.values() for _, _, calls in facts.kernels for called in calls}
     return [Kernel(path, name, line) for path, facts in sorted(index.items()) if config.is_source(path)
-            for name, line, _ in facts.get('kernels', ()) if name not in helpers]
+            for name, line, _ in facts.kernels if name not in helpers]
 
 
 def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mrbot.records import MrbotError
+from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.targets import TARGETS, parse_targets
 from mrbot.words import plural
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix

@@ -16,10 +16,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mrbot.bench.specs import OpSpec, op_folder
 from mrbot.config import Config
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
+from mrbot.repo.ops import OpSpec, op_folder
 
 # Imported names whose definitions turn a difference into a pass or a fail.
 _COMPARISONS = ('close', 'tol', 'assert')

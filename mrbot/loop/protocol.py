@@ -25,9 +25,9 @@ from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun, Gate
 from mrbot.records.change import ChangeSet
 from mrbot.records.loop_outcome import Claim, NoGo
-from mrbot.rules import all_rules
+from mrbot.repo.workspace import Workspace
+from mrbot.rules import all_rules, check_rule_ids
 from mrbot.store import Store
-from mrbot.workspace import Workspace
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
@@ -127,6 +127,7 @@ def attempt(root: Path, store: Store, loop: Loop, commit: str | None, note: str,
     reasons = [Reason(FROZEN, b.path, b.line, f'{b.what}: the loop froze it at {loop.baseline_sha[:12]}')
                for b in loop.contract.breaches(tree, git.pristine_worktree(root, loop.baseline_sha))]
     workspace = Workspace.load(tree)
+    check_rule_ids(workspace.config)
     # the candidate's diff read as a performance change, so that the gate's and the gaming rules all apply
     change = git.changeset(root, loop.baseline_sha, sha, title=f'[Perf] loop {loop.id}', perf=True,
                            max_bytes=workspace.config.max_file_bytes)

@@ -18,7 +18,7 @@ from mrbot import cli
 from mrbot.cli import main
 from mrbot.config import CONFIG_VARIABLE
 from mrbot.records import MrbotError
-from mrbot.selection import CACHE_PATH
+from mrbot.repo.index import CACHE_PATH
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 
@@ -115,15 +115,17 @@ def test_config_names_the_settings_file_for_every_command(repo, monkeypatch, cap
                                                        'file of settings')
 
 
-@pytest.mark.parametrize(('pyproject', 'message'), [
-    ('tool = 5\n', 'tool is 5; expected a table such as [tool.mrbot]'),
-    ('[tool]\nmrbot = 5\n', 'tool.mrbot is 5; expected a table [tool.mrbot]'),
-    ('[tool.mrbot.rules]\nTRI02 = "off"\n', '[tool.mrbot] rules.TRI02: unknown rule id; did you mean TRI002?'),
+@pytest.mark.parametrize(('pyproject', 'message', 'commands'), [
+    ('tool = 5\n', 'tool is 5; expected a table such as [tool.mrbot]', (['check'], ['config'], ['test', '--list'])),
+    ('[tool]\nmrbot = 5\n', 'tool.mrbot is 5; expected a table [tool.mrbot]', (['check'], ['config'], ['test', '--list'])),
+    # a rule id is checked where the rules meet the settings: the commands that evaluate or list them, and the settings'
+    ('[tool.mrbot.rules]\nTRI02 = "off"\n', '[tool.mrbot] rules.TRI02: unknown rule id; did you mean TRI002?',
+     (['check'], ['config'], ['rules'])),
 ])
-def test_bad_settings_stop_every_command_in_one_line(repo, monkeypatch, capsys, pyproject, message):
+def test_bad_settings_stop_every_command_in_one_line(repo, monkeypatch, capsys, pyproject, message, commands):
     repo.commit({'pyproject.toml': pyproject}, '[Test] Base')
     monkeypatch.chdir(repo.root)
-    for command in (['check'], ['config'], ['test', '--list']):
+    for command in commands:
         assert main(command) == 2
         assert message in _one_line(capsys.readouterr().err)
 

@@ -26,7 +26,12 @@ def test_the_tree_keeps_its_layers_and_an_import_going_up_fails_the_lint(tmp_pat
     # the records, at the ground floor, reaching for the command line at the top
     with open(tmp_path / 'mrbot' / 'records' / 'bench.py', 'a') as records:
         records.write('\nfrom mrbot import cli  # noqa: E402,F401\n')
+    # and the repository's model, under the stages, reaching for the selection that reads it
+    with open(tmp_path / 'mrbot' / 'repo' / 'graph.py', 'a') as graph:
+        graph.write('\nfrom mrbot import selection  # noqa: E402,F401\n')
     broken = _lint(tmp_path)
     assert broken.returncode == 1
     assert 'mrbot.records is not allowed to import mrbot.cli' in broken.stdout
     assert '- mrbot.records.bench -> mrbot.cli (l.' in broken.stdout
+    assert 'mrbot.repo is not allowed to import mrbot.selection' in broken.stdout
+    assert '- mrbot.repo.graph -> mrbot.selection (l.' in broken.stdout

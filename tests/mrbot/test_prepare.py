@@ -20,7 +20,7 @@ from mrbot.config import load_config
 from mrbot.prepare import BODY_FILE, render_body
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRun
-from mrbot.workspace import Workspace
+from mrbot.repo.workspace import Workspace
 
 PYPROJECT = '''[tool.mrbot]
 source-roots = ["pkg"]
@@ -394,10 +394,10 @@ def _count_calls(monkeypatch, module, name: str) -> list:
 
 def test_one_prepare_reads_the_settings_once_and_builds_the_import_graph_once(prepared, monkeypatch):
     import mrbot.config
-    import mrbot.selection
+    import mrbot.repo.graph
 
     settings = _count_calls(monkeypatch, mrbot.config, 'parse_config')
-    graphs = _count_calls(monkeypatch, mrbot.selection, 'build_graph')
+    graphs = _count_calls(monkeypatch, mrbot.repo.graph, 'build_graph')
     # every step that reads the graph runs: selection, ops reached, compilation, the checks, breaking changes
     code, _, record = prepared({'pkg/ops/scale/op.py': OP.replace('FACTOR_USE', 'float(factor)')}, '[Scale] Cast',
                                '--no-tests', '--no-bench')

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from mrbot.cli import main
-from mrbot.rules import all_rules
+from mrbot.config import parse_config
+from mrbot.records import MrbotError
+from mrbot.rules import all_rules, check_rule_ids
 
 RULE_TESTS = Path(__file__).resolve().parents[1] / 'checks'
 CONTRIBUTING = Path(__file__).resolve().parents[2] / 'CONTRIBUTING.md'
@@ -35,6 +37,23 @@ def test_unknown_rule_is_a_one_line_error(capsys):
     assert main(['rules', 'XYZ999']) == 2
     assert capsys.readouterr().err == ("mrbot rules: error: no rule id is or starts with 'XYZ999' (`mrbot rules` lists "
                                        'them)\n')
+
+
+@pytest.mark.parametrize(('text', 'message'), [
+    # a near miss disabled nothing and said nothing
+    ('[tool.mrbot.rules]\nTRI02 = "off"\n',
+     r'^\[tool.mrbot\] rules.TRI02: unknown rule id; did you mean TRI002\? \(`mrbot rules` lists them\)$'),
+    ('[[tool.mrbot.overrides]]\npaths = ["a/*"]\nrules = { "RUF:E501" = "off", NOPE1 = "off" }\n',
+     r'^\[tool.mrbot\] overrides\[0\].rules.NOPE1: unknown rule id'),
+])
+def test_settings_that_set_a_severity_for_an_unknown_rule_are_refused(text, message):
+    with pytest.raises(MrbotError, match=message):
+        check_rule_ids(parse_config(text, 'pyproject.toml'))
+
+
+def test_settings_that_name_known_rules_and_families_pass():
+    check_rule_ids(parse_config('[tool.mrbot.rules]\nTRI001 = "off"\n"RUF:E501" = "off"\nRUF = "warning"\n',
+                                'pyproject.toml'))
 
 
 @pytest.mark.parametrize('rule', all_rules(), ids=lambda r: r.id)

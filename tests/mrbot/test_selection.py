@@ -11,8 +11,9 @@ import pytest
 
 from mrbot import git
 from mrbot.records import MrbotError
-from mrbot.selection import CACHE_PATH, expand_paths, format_selection, select, select_change
-from mrbot.workspace import Workspace
+from mrbot.repo.index import CACHE_PATH
+from mrbot.repo.workspace import Workspace
+from mrbot.selection import expand_paths, format_selection, select, select_change
 
 LIBRARY = {
     'fla/__init__.py': '',

@@ -19,9 +19,9 @@ from mrbot.compile.stage import compile_change
 from mrbot.evidence import Evidence, Step, checklist, conclusion
 from mrbot.prepare import render_body
 from mrbot.records import MrbotError
+from mrbot.repo.workspace import Workspace
 from mrbot.summary import ChangeSummary
 from mrbot.targets import TARGETS, declared_targets
-from mrbot.workspace import Workspace
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 SM90, SM100 = TARGETS['sm_90'], TARGETS['sm_100']

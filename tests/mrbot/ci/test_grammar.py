@@ -8,7 +8,6 @@ import datetime
 
 import pytest
 
-from mrbot.bench.specs import OpSpec
 from mrbot.ci.grammar import (
     Seal,
     UsageError,
@@ -22,6 +21,7 @@ from mrbot.ci.grammar import (
 )
 from mrbot.config import Config, load_config
 from mrbot.records import MrbotError
+from mrbot.repo.ops import OpSpec
 
 SPECS = [OpSpec('chunk_simple_gla', 'fla.ops.simple_gla:chunk_simple_gla', 'config',
                 shapes={'B8-T2048': {'B': 8, 'T': 2048}, 'varlen-T8192': {'T': 8192, 'N': 8}}),

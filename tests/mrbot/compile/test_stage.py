@@ -139,7 +139,7 @@ def test_a_worktree_of_compiled_files_compiles_nothing_where_its_homes_caches_se
     limit stopped, run again) finds every launch and cell in the checkout's caches."""
     from mrbot import git
     from mrbot.compile.stage import compile_change
-    from mrbot.workspace import Workspace
+    from mrbot.repo.workspace import Workspace
 
     library.commit({}, '[Test] Kernels')
     compile_change(Workspace.load(library.root), None, 'sm_90', quiet=True)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from mrbot.bench.specs import OpSpec, load_specs
 from mrbot.config import Config, load_config
-from mrbot.selection import Graph, build_graph, load_index
+from mrbot.repo.graph import Graph, build_graph
+from mrbot.repo.index import load_index
+from mrbot.repo.ops import OpSpec, load_specs
 
 
 @dataclass
