@@ -51,7 +51,8 @@ def test_a_tensor_on_the_gpu_has_the_target_of_its_gpu():
 def test_a_sum_whose_terms_cancel_is_judged_against_the_terms_sizes():
     terms = torch.tensor([[1000.0, -999.0], [500.0, -499.5]], dtype=torch.float64)
     ref = terms.sum(1)
-    rounded = ref + torch.tensor([0.01, -0.01], dtype=torch.float64)  # 1e-5 of the terms, 1.3% of the sums
+    # off by 1e-5 of the terms' sizes, and by 1.3% of the sums
+    rounded = ref + torch.tensor([0.01, -0.01], dtype=torch.float64)
     with pytest.raises(AssertionError, match='relative RMS error 1.26'):
         assert_close('sum', ref, rounded, 2e-3)
     assert_close('sum', ref, rounded, 2e-3, magnitude=terms.abs().sum(1))
