@@ -54,6 +54,8 @@ BENCH = '/bench chunk_simple_gla --modes fwd'
 # what the filler compiles: the kernels of the ops these jobs run (a runner's filler compiles `--all`)
 FILLED = ('fla/ops/simple_gla', 'fla/ops/kda')
 TEST = '/test tests/ops/test_kda.py'
+# the login the simulated comments are written by
+ASKER = 'gpu-job-times'
 
 
 def as_runner() -> dict:
@@ -168,7 +170,11 @@ def job(case: str, text: str, layer: str, limit: float) -> dict:
     sha = subprocess.run(['git', '-c', 'safe.directory=*', 'rev-parse', 'HEAD'], cwd=pr, capture_output=True, text=True,
                          check=True).stdout.strip()
     kind, args = accepted(text)
+    # the fields of the comment's webhook payload the job reads: who asked, and the default branch
+    event = temp / 'event.json'
+    event.write_text(json.dumps({'comment': {'user': {'login': ASKER}}, 'repository': {'default_branch': 'main'}}))
     env = {**runner_environment(temp), 'MRBOT_COMMAND': kind, 'MRBOT_ARGS': args, 'MRBOT_SHA': sha,
+           'GITHUB_EVENT_NAME': 'issue_comment', 'GITHUB_EVENT_PATH': str(event),
            'MRBOT_RUNNER': 'hopper', 'MRBOT_PR': '1', 'TRITON_CACHE_DIR': f'{temp}/triton-cache',
            'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache'}
     if layer != 'none':
