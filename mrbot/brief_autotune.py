@@ -12,16 +12,14 @@ and the timed runs (`mrbot bench`) tune in processes of their own, unchanged.
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Any
 
 
-def pytest_runtest_setup(item: Any) -> None:
-    # after the test modules are imported: a test process that never imports Triton does not pay for importing it here
-    if 'triton' not in sys.modules:
+def pytest_configure(config: Any) -> None:
+    try:
+        from triton.backends import backends
+    except ImportError:
         return
-    from triton.backends import backends
-
     for backend in backends.values():
         # Triton before 3.3 has no benchmarker to swap: its autotuner is left as it is
         default = getattr(backend.driver, 'get_benchmarker', None)

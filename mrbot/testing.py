@@ -22,10 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
-from mrbot import brief_autotune
-from mrbot.config import state_dir, write_whole
 from mrbot.progress import Progress
 from mrbot.records import MrbotError
 from mrbot.records.testruns import FileRun, Selection, TestFailure, check_workers
@@ -203,21 +200,8 @@ def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
     return env
 
 
-def with_plugin(env: dict[str, str], root: Path, plugin: ModuleType, name: str) -> dict[str, str]:
-    """`env` (over this process's PYTHONPATH and PYTEST_PLUGINS where it has none) with the pytest plugin module `plugin`
-    loaded into each test process as `name`: a copy under `.mrbot/plugins/`, so that the tested tree's own `mrbot` (an
-    older one, or none in another repository) cannot stand in for it. The plugin imports only the standard library
-    until pytest calls it."""
-    plugins = str(state_dir(root, 'plugins'))
-    write_whole(Path(plugins) / f'{name}.py', Path(plugin.__file__).read_text(encoding='utf-8'))
-    paths = env.get('PYTHONPATH', os.environ.get('PYTHONPATH', '')).split(os.pathsep)
-    loaded = env.get('PYTEST_PLUGINS', os.environ.get('PYTEST_PLUGINS', '')).split(',')
-    return {**env, 'PYTHONPATH': os.pathsep.join([plugins, *(p for p in paths if p and p != plugins)]),
-            'PYTEST_PLUGINS': ','.join([*(p for p in loaded if p and p != name), name])}
-
-
 def _pytest_command(targets: list[str]) -> list[str]:
-    return [sys.executable, '-m', 'pytest', *targets, '-q', '-p', 'no:cacheprovider']
+    return [sys.executable, '-m', 'pytest', *targets, '-q', '-p', 'no:cacheprovider', '-p', 'mrbot.brief_autotune']
 
 
 def _node_id(file: str, classname: str, name: str) -> str:
@@ -464,8 +448,7 @@ def execute(tests: list[str], root: Path, jobs: int, timeout: float, dispatch: s
     require_kernel_stack('running the tests')
     if interpret is None:
         interpret = local_gpu() is None
-    env = with_plugin({**_environment(dispatch, interpret), **(environment or {})}, root, brief_autotune,
-                      'mrbot_brief_autotune')
+    env = {**_environment(dispatch, interpret), **(environment or {})}
     lock = threading.Lock()
     done = 0
     children = _Children()

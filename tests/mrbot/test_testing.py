@@ -208,7 +208,8 @@ def test_results_come_back_in_input_order_with_the_command_that_ran(suite):
     _, runs, _ = suite
     assert list(runs) == list(SUITE)
     passing = runs['suite/test_pass.py']
-    assert passing.command == (sys.executable, '-m', 'pytest', 'suite/test_pass.py', '-q', '-p', 'no:cacheprovider')
+    assert passing.command == (sys.executable, '-m', 'pytest', 'suite/test_pass.py', '-q', '-p', 'no:cacheprovider',
+                               '-p', 'mrbot.brief_autotune')
     assert (passing.passed, passing.failed, passing.skipped, passing.flaky) == (3, 0, 0, 0)
     assert passing.failures == () and passing.note == '' and passing.dispatch == 'default'
 
@@ -337,8 +338,7 @@ def test_autotuner_timing(monkeypatch):
 
 
 def test_the_autotuner_in_a_test_run_times_each_config_in_a_few_runs(tmp_path):
-    # a tested tree with an `mrbot` of its own, one that has no such plugin: the plugin is loaded from mrbot's copy
-    _write(tmp_path, {'test_timing.py': TIMING_PROBE, 'mrbot/__init__.py': ''})
+    _write(tmp_path, {'test_timing.py': TIMING_PROBE})
     [run] = execute(['test_timing.py'], tmp_path, jobs=1, timeout=TIMEOUT)
     assert (run.passed, run.failed) == (1, 0), run.failures
 
