@@ -201,7 +201,7 @@ def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
 
 
 def _pytest_command(targets: list[str]) -> list[str]:
-    return [sys.executable, '-m', 'pytest', *targets, '-q', '-p', 'no:cacheprovider', '-p', 'mrbot.brief_autotune']
+    return [sys.executable, '-m', 'pytest', *targets, '-q', '-p', 'no:cacheprovider']
 
 
 def _node_id(file: str, classname: str, name: str) -> str:
