@@ -5,8 +5,10 @@ on PYTHONPATH; GATE_PROFILE names the folder of its JSON lines, one file per wor
 
 Each test's line holds its start and end on the wall clock, its worker, and the seconds it spent in the test module's
 `_run` on the naive reference and on the kernels, in Triton's autotuner timing configs, and in Triton's compile step
-(a load from the cache included), with how many kernels that step produced. `python3 scripts/gate_profile.py FOLDER`
-sums the lines up.
+(a load from the cache included), with how many kernels that step produced, the config each autotuned kernel ran
+with, and whether the test failed. With GATE_PROFILE_AUTOTUNE=brief the autotuner times each config in one run after
+Triton's five-run estimate instead of its 125 ms, to see what that timing costs and which configs it then picks.
+`python3 scripts/gate_profile.py FOLDER` sums the lines up.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import pytest
 import torch
 
 SPENT: dict[str, float] = defaultdict(float)
+# each autotuned kernel's config in the current test, and whether the test's call failed
+CONFIGS: set[str] = set()
+FAILED: list[bool] = []
 
 
 def _timed(name: str, function, sync: bool = False):
@@ -44,6 +49,29 @@ def pytest_configure(config) -> None:
     from triton.runtime.jit import JITFunction
     Autotuner._bench = _timed('autotune', Autotuner._bench)
     JITFunction._do_compile = _timed('compile', JITFunction._do_compile)
+    tuned = Autotuner.run
+
+    @functools.wraps(tuned)
+    def run(self, *args, **kwargs):
+        result = tuned(self, *args, **kwargs)
+        CONFIGS.add(f'{self.base_fn.__name__}: {self.best_config}')
+        return result
+
+    Autotuner.run = run
+    if os.environ.get('GATE_PROFILE_AUTOTUNE') == 'brief':
+        from triton.backends import backends
+        for backend in backends.values():
+            default = getattr(backend.driver, 'get_benchmarker', None)
+            if default is not None:
+                backend.driver.get_benchmarker = _brief(default)
+
+
+def _brief(default):
+    def get_benchmarker(driver):
+        timer = default(driver)
+        # warm-up and repetitions of 0 ms: one run of each after the five that estimate the time
+        return lambda fn, *args, quantiles=None, **kwargs: timer(fn, 0, 0, quantiles=quantiles)
+    return get_benchmarker
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -57,15 +85,23 @@ def pytest_collection_modifyitems(items) -> None:
             module._run = split
 
 
+def pytest_runtest_logreport(report) -> None:
+    if report.failed:
+        FAILED.append(True)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item):
     SPENT.clear()
+    CONFIGS.clear()
+    FAILED.clear()
     start = time.time()
     yield
     folder = Path(os.environ.get('GATE_PROFILE', 'gate-profile'))
     folder.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
-    line = {'test': item.nodeid, 'worker': worker, 'start': start, 'end': time.time(), **SPENT}
+    line = {'test': item.nodeid, 'worker': worker, 'start': start, 'end': time.time(), 'failed': bool(FAILED),
+            'configs': sorted(CONFIGS), **SPENT}
     with (folder / f'{worker}.jsonl').open('a') as sink:
         sink.write(json.dumps(line) + '\n')
 
@@ -88,6 +124,9 @@ def summary(folder: Path) -> str:
            'each worker ends at: ' + ', '.join(f'{w} {s:.0f}' for w, s in sorted(workers.items())),
            '| test | worker | starts at | seconds | reference | kernel | autotune | compile |',
            '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |']
+    failing = [line for line in lines if line.get('failed')]
+    out.insert(1, f'{len(failing)} failed' + ''.join(f"\n  {line['test'].split('::')[-1]}: {'; '.join(line['configs'])}"
+                                                      for line in failing))
     for line in sorted(lines, key=lambda x: x['start'] - x['end'])[:25]:
         out.append(f"| {line['test'].split('::')[-1]} | {line['worker']} | {line['start'] - first:.0f} | "
                    f"{line['end'] - line['start']:.1f} | " + ' | '.join(f'{line.get(key, 0.0):.1f}' for key in keys)

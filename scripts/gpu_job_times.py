@@ -10,7 +10,7 @@ Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, 
               (another user, umask 022)
   warm-bench  the same `/bench` in a new job that reads the filled layer
   profile-gate  the warm job's gate again, by hand, under scripts/gate_profile.py, with brief and with full autotune
-              timing
+              timing: the time, each test's autotune configs and which tests fail
   test-kda    `/test tests/ops/test_kda.py` reading the layer
   demo        `mrbot demo` in a fresh clone, cold
   table       the phase table of every job so far
@@ -218,18 +218,19 @@ def fill(limit: float) -> dict:
 
 def profile_gate(limit: float) -> dict:
     """The warm job's gate run again by hand under scripts/gate_profile.py, to see what its tests spend the time on:
-    the same checkout, venv, workers and layer, once with the autotuner's timing as the job has it (brief) and once
-    with Triton's own, each with a cache of its own beside the layer (profile-gate-brief.md, profile-gate-full.md)."""
+    the same checkout, venv, workers and layer, once with the autotuner timing each config in one run and once as
+    Triton times it, each with a cache of its own beside the layer (profile-gate-brief.md, profile-gate-full.md)."""
     temp, pr = JOBS / 'warm-bench' / 'temp', JOBS / 'warm-bench' / 'pr'
     start = time.monotonic()
     phases, lines = [], []
-    for timing, plugins in (('brief', ['-p', 'mrbot.brief_autotune']), ('full', [])):
+    for timing in ('brief', 'full'):
         env = {**runner_environment(temp), 'TRITON_CACHE_DIR': f'{temp}/profile-cache-{timing}',
+               'GATE_PROFILE_AUTOTUNE': timing,
                'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache',
                'MRBOT_SHARED_TRITON_CACHE': str(SHARED), 'PYTHONPATH': str(pr / 'scripts'),
                'GATE_PROFILE': f'{temp}/gate-profile-{timing}'}
         seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12',
-                                '-q', '-p', 'no:cacheprovider', '-p', 'gate_profile', *plugins], pr, env,
+                                '-q', '-p', 'no:cacheprovider', '-p', 'gate_profile'], pr, env,
                                OUT / f'profile-gate-{timing}.log', limit, as_runner())
         summary = subprocess.run([sys.executable, str(pr / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile-{timing}'],
                                  capture_output=True, text=True).stdout
