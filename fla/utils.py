@@ -90,8 +90,8 @@ def relative_rms_error(ref: torch.Tensor, tri: torch.Tensor, magnitude: torch.Te
     """Root-mean-square of the difference over root-mean-square of `magnitude` (default: the reference), in float64."""
     ref64, tri64 = ref.detach().double(), tri.detach().double()
     diff_rms = (ref64 - tri64).square().mean().sqrt().item()
-    ref_rms = (ref64 if magnitude is None else magnitude.detach().double()).square().mean().sqrt().item()
-    return diff_rms / ref_rms if ref_rms > 0 else (0.0 if diff_rms == 0 else float('inf'))
+    scale_rms = (ref64 if magnitude is None else magnitude.detach().double()).square().mean().sqrt().item()
+    return diff_rms / scale_rms if scale_rms > 0 else (0.0 if diff_rms == 0 else float('inf'))
 
 
 def assert_close(prefix: str, ref: torch.Tensor, tri: torch.Tensor, ratio: float, atol: float = 1e-6,
