@@ -24,7 +24,7 @@ from mrbot.progress import Progress, say
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRequest, BenchRow, BenchRun, Gate, Machine, Revision, Shape, Statistics
 from mrbot.records.testruns import FileRun
-from mrbot.repo.ops import OpSpec, evaluate, op_folder
+from mrbot.repo.ops import OpSpec, count_of, op_folder
 from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
 from mrbot.testing import device_label, execute_with_progress, local_gpu, processes_per_test_file, xdist_args
@@ -148,7 +148,7 @@ def _throughput(spec: OpSpec, row: _Planned, ms: float, ceilings: dict | None) -
                                                                                    'bf16_tflops', 1e9)):
         expression = expressions.get(row.mode)
         if expression and ms > 0:
-            value = evaluate(expression, row.shape.dims) / ms / unit
+            value = count_of(expression, row.shape.dims) / ms / unit
             out[kind] = round(value, 3)
             if ceilings and ceilings.get(ceiling):
                 out[f'{kind}_of_ceiling'] = round(value / ceilings[ceiling], 3)

@@ -130,7 +130,7 @@ def _dimension_names(expression: str) -> list[str]:
     return sorted({node.id for node in ast.walk(_arithmetic(expression)) if isinstance(node, ast.Name)})
 
 
-def evaluate(expression: str, dims: dict[str, int]) -> float:
+def count_of(expression: str, dims: dict[str, int]) -> float:
     """The value of an arithmetic expression over the dimensions of a shape, such as `2 * B * T * H * K`."""
 
     def value(node: ast.expr) -> Any:

@@ -12,7 +12,7 @@ import pytest
 
 from mrbot.config import load_config
 from mrbot.records import MrbotError
-from mrbot.repo.ops import InputSpec, OpSpec, evaluate, load_specs
+from mrbot.repo.ops import InputSpec, OpSpec, count_of, load_specs
 
 UPSTREAM = Path('/work/upstream-fla')
 
@@ -94,10 +94,10 @@ def test_the_chunk_simple_gla_counts_give_the_expected_bytes_and_flops(tmp_path)
     dims = spec.shapes['B8-T2048-H16-K128']
     tokens = 8 * 2048 * 16
     forward_bytes = tokens * (4 * 128 * 2 + 4)
-    assert evaluate(spec.bytes['fwd'], dims) == forward_bytes
-    assert evaluate(spec.bytes['fwdbwd'], dims) == 2 * forward_bytes + tokens * (3 * 128 * 2 + 4)
-    assert evaluate(spec.flops['fwd'], dims) == tokens * (2 * 64 * 256 + 4 * 128 * 128)
-    assert evaluate(spec.flops['fwdbwd'], dims) == tokens * (8 * 64 * 256 + 14 * 128 * 128)
+    assert count_of(spec.bytes['fwd'], dims) == forward_bytes
+    assert count_of(spec.bytes['fwdbwd'], dims) == 2 * forward_bytes + tokens * (3 * 128 * 2 + 4)
+    assert count_of(spec.flops['fwd'], dims) == tokens * (2 * 64 * 256 + 4 * 128 * 128)
+    assert count_of(spec.flops['fwdbwd'], dims) == tokens * (8 * 64 * 256 + 14 * 128 * 128)
 
 
 def test_ops_keep_their_declaration_order_and_unset_keys_their_defaults(tmp_path):
@@ -244,7 +244,7 @@ def test_a_bad_declaration_is_a_one_line_error_naming_the_op_and_key(tmp_path, p
     ('0.5 * (T + +1)', 4.5),
 ])
 def test_evaluate_computes_arithmetic_over_dimensions(expression, value):
-    assert evaluate(expression, {'B': 2, 'T': 8, 'H': 4, 'K': 16, 'V': 32}) == value
+    assert count_of(expression, {'B': 2, 'T': 8, 'H': 4, 'K': 16, 'V': 32}) == value
 
 
 @pytest.mark.parametrize(('expression', 'message'), [
@@ -263,7 +263,7 @@ def test_evaluate_computes_arithmetic_over_dimensions(expression, value):
 ])
 def test_evaluate_refuses_anything_but_arithmetic_naming_the_expression(expression, message):
     with pytest.raises(MrbotError) as error:
-        evaluate(expression, {'B': 2, 'T': 8})
+        count_of(expression, {'B': 2, 'T': 8})
     assert str(error.value) == message
 
 
