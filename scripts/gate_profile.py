@@ -5,9 +5,10 @@ on PYTHONPATH; GATE_PROFILE names the folder of its JSON lines, one file per wor
 
 Each test's line holds its start and end on the wall clock, its worker, and the seconds it spent in the test module's
 `_run` on the naive reference and on the kernels, in Triton's autotuner timing configs, and in Triton's compile step
-(a load from the cache included), with how many kernels that step produced, the config each autotuned kernel ran
-with, and whether the test failed. With GATE_PROFILE_AUTOTUNE=brief the autotuner times each config in one run after
-Triton's five-run estimate instead of its 125 ms, to see what that timing costs and which configs it then picks.
+(a load from the cache included), with how many kernels that step produced, how many of them Triton's cache held and
+which kernels it did not, the config each autotuned kernel ran with, and whether the test failed. With
+GATE_PROFILE_AUTOTUNE=brief the autotuner times each config in one run after Triton's five-run estimate instead of its
+125 ms, to see what that timing costs and which configs it then picks.
 `python3 scripts/gate_profile.py FOLDER` sums the lines up.
 """
 
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ SPENT: dict[str, float] = defaultdict(float)
 # each autotuned kernel's config in the current test, and whether the test's call failed
 CONFIGS: set[str] = set()
 FAILED: list[bool] = []
+# the kernels of the current test that Triton compiled rather than found in its cache
+MISSED: set[str] = set()
 
 
 def _timed(name: str, function, sync: bool = False):
@@ -44,7 +47,15 @@ def _timed(name: str, function, sync: bool = False):
     return timed
 
 
+def _count_cache(*, src, cache_hit: bool, **details) -> None:
+    # a compile step that loads from the cache costs tens of ms, one that compiles seconds: the two must be told apart
+    SPENT['cache hits' if cache_hit else 'cache misses'] += 1
+    if not cache_hit:
+        MISSED.add(getattr(src, 'name', str(src)))
+
+
 def pytest_configure(config) -> None:
+    import triton
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
     Autotuner._bench = _timed('autotune', Autotuner._bench)
@@ -58,6 +69,7 @@ def pytest_configure(config) -> None:
         return result
 
     Autotuner.run = run
+    triton.knobs.compilation.listener = _count_cache
     if os.environ.get('GATE_PROFILE_AUTOTUNE') == 'brief':
         from triton.backends import backends
         for backend in backends.values():
@@ -95,13 +107,14 @@ def pytest_runtest_protocol(item):
     SPENT.clear()
     CONFIGS.clear()
     FAILED.clear()
+    MISSED.clear()
     start = time.time()
     yield
     folder = Path(os.environ.get('GATE_PROFILE', 'gate-profile'))
     folder.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
     line = {'test': item.nodeid, 'worker': worker, 'start': start, 'end': time.time(), 'failed': bool(FAILED),
-            'configs': sorted(CONFIGS), **SPENT}
+            'configs': sorted(CONFIGS), 'missed': sorted(MISSED), **SPENT}
     with (folder / f'{worker}.jsonl').open('a') as sink:
         sink.write(json.dumps(line) + '\n')
 
@@ -112,6 +125,7 @@ def summary(folder: Path) -> str:
         return f'{folder}: no test lines\n'
     first, last = min(line['start'] for line in lines), max(line['end'] for line in lines)
     keys = ('reference', 'kernel', 'autotune', 'compile')
+    missed = Counter(name for line in lines for name in line.get('missed', ()))
     total = {key: sum(line.get(key, 0.0) for line in lines) for key in keys}
     busy = sum(line['end'] - line['start'] for line in lines)
     workers = defaultdict(float)
@@ -120,7 +134,10 @@ def summary(folder: Path) -> str:
     out = [f'{len(lines)} tests on {len(workers)} workers, {last - first:.1f} s from the first start to the last end; '
            f'{busy:.1f} test-seconds: ' + ', '.join(f'{key} {total[key]:.1f}' for key in keys)
            + f" ({sum(line.get('compile calls', 0) for line in lines):.0f} compile steps, "
-             f"{sum(line.get('autotune calls', 0) for line in lines):.0f} configs timed)",
+             f"{sum(line.get('autotune calls', 0) for line in lines):.0f} configs timed; Triton's cache held "
+             f"{sum(line.get('cache hits', 0) for line in lines):.0f} kernels and compiled "
+             f"{sum(line.get('cache misses', 0) for line in lines):.0f})",
+           'compiled, by kernel and tests: ' + ', '.join(f'{name} {count}' for name, count in missed.most_common()),
            'each worker ends at: ' + ', '.join(f'{w} {s:.0f}' for w, s in sorted(workers.items())),
            '| test | worker | starts at | seconds | reference | kernel | autotune | compile |',
            '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |']
