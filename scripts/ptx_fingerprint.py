@@ -40,7 +40,9 @@ def fingerprint(ptx: str) -> str:
 
 
 def main(report: str) -> int:
-    cells = json.loads(Path(report).read_text())['compile']['cells']
+    data = json.loads(Path(report).read_text())
+    # `mrbot compile --json` writes the matrix at the top; `mrbot check --json` under `compile`
+    cells = data.get('compile', data)['cells']
     seen = set()
     for cell in cells:
         if cell['target'] != 'sm_90' or cell['depth'] != 'sass' or (cell['kernel'], cell['specialization']) in seen:

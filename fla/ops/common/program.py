@@ -44,6 +44,29 @@ def state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K: tl.constexpr, V: tl.constex
 
 
 @triton.jit
+def initial_state_block(h0, o_state, m_state, BK: tl.constexpr, BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr):
+    """[BK, BV] float32: the program's block of the initial state at `h0`, or zeros without one."""
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    return b_h
+
+
+@triton.jit
+def final_state_gradient_block(dht, ht, o_state, m_state, BK: tl.constexpr, BV: tl.constexpr,
+                               USE_FINAL_STATE_GRADIENT: tl.constexpr, USE_G: tl.constexpr):
+    """The program's `[BK, BV]` float32 block of the final state's gradient (zeros without one), and the scalar log
+    decay's gradient it carries to every position of the sequence: the sum of `dht * ht` over the block."""
+    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
+    b_dg_carry = tl.zeros([], dtype=tl.float32)
+    if USE_FINAL_STATE_GRADIENT:
+        b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
+        if USE_G:
+            b_dg_carry += tl.sum(tl.sum(b_dh * tl.load(ht + o_state, mask=m_state, other=0).to(tl.float32), axis=1), axis=0)
+    return b_dh, b_dg_carry
+
+
+@triton.jit
 def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
     """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
     return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)

@@ -12,7 +12,14 @@ import triton.language as tl
 
 from fla.ops.backends import dispatch
 from fla.ops.common.launch import state_block
-from fla.ops.common.program import block_range, load_tile, program_place, state_block_offsets
+from fla.ops.common.program import (
+    block_range,
+    final_state_gradient_block,
+    initial_state_block,
+    load_tile,
+    program_place,
+    state_block_offsets,
+)
 from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
@@ -43,9 +50,7 @@ def chunk_simple_gla_fwd_kernel(
     o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
-    b_h = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for i_t in range(tl.cdiv(eos - bos, BT)):
         o_row = bos + i_t * BT + o_t
         m_t = o_row < eos
@@ -90,11 +95,9 @@ def chunk_simple_gla_bwd_kernel_dq(
     o_v, m_v = block_range(i_v, BV, V)
     m_causal = o_t[:, None] >= o_t[None, :]
 
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
     # [BK, BV]
-    b_h = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
-        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for i_t in range(tl.cdiv(eos - bos, BT)):
         o_row = bos + i_t * BT + o_t
         m_t = o_row < eos
@@ -143,14 +146,8 @@ def chunk_simple_gla_bwd_kernel_dkvg(
     m_causal_t = o_t[:, None] <= o_t[None, :]
     o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
-    # [BK, BV]
-    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
-    # gradient of the log decay summed over all later positions of the sequence
-    b_dg_carry = tl.zeros([], dtype=tl.float32)
-    if USE_FINAL_STATE_GRADIENT:
-        b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
-        if USE_G:
-            b_dg_carry += tl.sum(tl.sum(b_dh * tl.load(ht + o_state, mask=m_state, other=0).to(tl.float32), axis=1), axis=0)
+    # [BK, BV]; the gradient of the log decay summed over all later positions of the sequence
+    b_dh, b_dg_carry = final_state_gradient_block(dht, ht, o_state, m_state, BK, BV, USE_FINAL_STATE_GRADIENT, USE_G)
     for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
         o_row = bos + i_t * BT + o_t
         m_t = o_row < eos

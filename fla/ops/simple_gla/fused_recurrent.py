@@ -11,7 +11,13 @@ import triton
 import triton.language as tl
 
 from fla.ops.common.launch import state_block
-from fla.ops.common.program import block_range, program_place, state_block_offsets
+from fla.ops.common.program import (
+    block_range,
+    final_state_gradient_block,
+    initial_state_block,
+    program_place,
+    state_block_offsets,
+)
 from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
@@ -33,9 +39,7 @@ def fused_recurrent_simple_gla_fwd_kernel(
     o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]
-    b_h = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for row in range(bos, eos):
         # [BK]
         b_q = tl.load(q + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32) * scale
@@ -63,11 +67,9 @@ def fused_recurrent_simple_gla_bwd_kernel_dq(
     o_k, m_k = block_range(i_k, BK, K)
     o_v, m_v = block_range(i_v, BV, V)
 
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
     # [BK, BV]
-    b_h = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
-        b_h += tl.load(h0 + o_state, mask=m_state, other=0).to(tl.float32)
+    b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for row in range(bos, eos):
         # [BK]
         b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
@@ -99,14 +101,8 @@ def fused_recurrent_simple_gla_bwd_kernel_dkvg(
     o_v, m_v = block_range(i_v, BV, V)
     o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
-    # [BK, BV]
-    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
-    # gradient of the log decay summed over all later positions of the sequence
-    b_dg_carry = tl.zeros([], dtype=tl.float32)
-    if USE_FINAL_STATE_GRADIENT:
-        b_dh += tl.load(dht + o_state, mask=m_state, other=0).to(tl.float32)
-        if USE_G:
-            b_dg_carry += tl.sum(tl.sum(b_dh * tl.load(ht + o_state, mask=m_state, other=0).to(tl.float32), axis=1), axis=0)
+    # [BK, BV]; the gradient of the log decay summed over all later positions of the sequence
+    b_dh, b_dg_carry = final_state_gradient_block(dht, ht, o_state, m_state, BK, BV, USE_FINAL_STATE_GRADIENT, USE_G)
     for row in range(eos - 1, bos - 1, -1):
         # [BK]
         b_q = tl.load(q + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
