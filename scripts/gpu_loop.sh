@@ -1,7 +1,8 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
 # A recorded loop on a GPU machine: bash scripts/gpu_loop.sh STEP...; each step under its own time limit, logs in $OUT.
-# LOOP_OP, LOOP_SHAPES and LOOP_ROUNDS choose the op (chunk_simple_gla by default), its shapes and rounds (10); a try named NAME applies
+# LOOP_OP, LOOP_SHAPES and LOOP_ROUNDS choose the op (chunk_simple_gla by default), its shapes and rounds (10), and
+# LOOP_START_ARGS adds to `mrbot loop start` (a backend's tries: --modes fwd --dispatch on --env VAR=1); a try named NAME applies
 # scripts/loop-tries/NAME.patch (noted by NAME.note beside it; the tries that wait for a GPU, each against the main they
 # were written on) where it exists, else the edit of scripts/loop_candidates.py of that name; a
 # try stopped by the time limit is run again by the same step: the gate it passed on this device stands, its kernels
@@ -32,7 +33,7 @@ for s in "$@"; do
         git log --oneline -2; git clone -q . /tmp/loop && git -C /tmp/loop status --short
       fi ;;
     start)
-      step start; timeout -s INT 540 $M loop start --op $OP --shapes $SHAPES --rounds ${LOOP_ROUNDS:-10} --gate-workers 12 ;;
+      step start; timeout -s INT 540 $M loop start --op $OP --shapes $SHAPES --rounds ${LOOP_ROUNDS:-10} --gate-workers 12 ${LOOP_START_ARGS:-} ;;
     try-*)
       name=${s#try-}; step "$s"; git checkout -q -- fla
       if [ -f $TRIES/$name.patch ]; then git apply $TRIES/$name.patch || exit 1; note=$(head -1 $TRIES/$name.note)
