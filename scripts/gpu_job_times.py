@@ -12,6 +12,9 @@ Steps, in this order on one warm machine (each keeps its state under /tmp/jobs, 
   profile-gate  the warm job's gate again, by hand, under scripts/gate_profile.py, with brief and with full autotune
               timing: the time, each test's autotune configs and which tests fail
   test-kda    `/test tests/ops/test_kda.py` reading the layer
+  gate-cache  the demo change's gate as the job runs it, without the layer: its launches compiled ahead into an empty
+              cache, then its tests under scripts/gate_profile.py on that cache, which says which kernels the tests still
+              compiled (gate-cache.md); needs only a clone, not setup's jobs
   demo        `mrbot demo` in a fresh clone, cold
   table       the phase table of every job so far
 Each job installs mrbot into a fresh environment from the wheels in .whl (the runner would download them), clones the
@@ -240,6 +243,32 @@ def profile_gate(limit: float) -> dict:
                   lines)
 
 
+def gate_cache(limit: float) -> dict:
+    """Whether the test processes find what the gate's compile ahead put in Triton's cache: the demo change's gate
+    compiled ahead as `mrbot bench` does it, then run under scripts/gate_profile.py on the same cache, both with the
+    machine's Python from a clone of this checkout."""
+    folder, temp = fresh('gate-cache')
+    repo = folder / 'repo'
+    subprocess.run(['git', 'clone', '-q', str(Path.cwd()), str(repo)], check=True)
+    subprocess.run(['git', 'apply', 'examples/demo-change.patch'], cwd=repo, check=True)
+    env = {**os.environ, 'TRITON_CACHE_DIR': f'{temp}/triton-cache', 'PYTHONPATH': f'{repo}:{repo}/scripts',
+           'GATE_PROFILE': f'{temp}/gate-profile', 'PYTHONUNBUFFERED': '1'}
+    env.pop('TRITON_CACHE_MANAGER', None)
+    log = OUT / 'gate-cache.log'
+    start = time.monotonic()
+    ahead, lines = timed([sys.executable, '-c', 'from pathlib import Path; from mrbot.repo.workspace import Workspace; '
+                          'from mrbot.compile.stage import warm_kernel_cache; '
+                          "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], 90))"],
+                         repo, env, log, limit, {})
+    tests, lines = timed([sys.executable, '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q',
+                          '-p', 'no:cacheprovider', '-p', 'gate_profile'], repo, env, log, limit, {})
+    summary = subprocess.run([sys.executable, str(repo / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile'],
+                             capture_output=True, text=True).stdout
+    (OUT / 'gate-cache.md').write_text(summary)
+    return record('gate-cache', 'warm_kernel_cache, then pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile',
+                  'none', [('compile ahead', ahead), ('tests', tests)], start, lines)
+
+
 def demo(limit: float) -> dict:
     """`mrbot demo` from a fresh clone of the default branch, its Triton cache empty."""
     folder, temp = fresh('demo')
@@ -315,8 +344,8 @@ def table(records: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('steps', nargs='+',
-                        choices=['setup', 'cold-bench', 'fill', 'warm-bench', 'profile-gate', 'test-kda', 'demo',
-                                 'table'])
+                        choices=['setup', 'cold-bench', 'fill', 'warm-bench', 'profile-gate', 'test-kda', 'gate-cache',
+                                 'demo', 'table'])
     parser.add_argument('--limit', type=float, default=540, help='seconds for each job (default: 540)')
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -328,6 +357,7 @@ def main() -> int:
                 'fill': lambda: fill(args.limit), 'warm-bench': lambda: job('warm-bench', BENCH, 'filled', args.limit),
                 'profile-gate': lambda: profile_gate(args.limit),
                 'test-kda': lambda: job('test-kda', TEST, 'filled', args.limit), 'demo': lambda: demo(args.limit),
+                'gate-cache': lambda: gate_cache(args.limit),
                 'table': lambda: None}[step]()
         if made:
             records = [r for r in records if r['case'] != made['case']] + [made]
