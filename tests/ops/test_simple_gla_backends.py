@@ -128,6 +128,12 @@ def test_forced_off_and_dispatch_off_leave_the_triton_op(monkeypatch, served):
     pytest.param({'T': 300, 'K': 256, 'V': 100, 'dtype': torch.float16}, id='fp16-K256-two-key-blocks', marks=LARGE),
     pytest.param({'B': 1, 'T': 2100, 'H': 4, 'K': 128, 'V': 128, 'offsets': (0, 300, 1000, 1001, 2048, 2100)},
                  id='long-varlen-K128', marks=LARGE),
+    # tiles a TMA box covers only in part: float32 partial outputs of two key blocks, a key block half past K, V below
+    # the smallest value block
+    pytest.param({'T': 300, 'K': 256, 'V': 128, 'dtype': torch.float16}, id='fp16-K256-V128-two-key-blocks',
+                 marks=LARGE),
+    pytest.param({'T': 200, 'K': 160, 'V': 64}, id='K160-a-key-block-half-past-K', marks=LARGE),
+    pytest.param({'T': 200, 'K': 64, 'V': 8}, id='V8', marks=LARGE),
 ])
 def test_forced_on_serves_16_bit_calls_with_the_triton_forward_result(monkeypatch, served, case):
     """Where the verifier accepts (a Hopper GPU), the Gluon forward serves and agrees with the Triton forward;
@@ -142,3 +148,24 @@ def test_forced_on_serves_16_bit_calls_with_the_triton_forward_result(monkeypatc
     assert served == (['gluon_hopper'] if ON_HOPPER else [])
     assert_close('o', reference[0], o, TOLERANCE['o'])
     assert_close('ht', reference[1], ht, TOLERANCE['ht'])
+
+
+@pytest.mark.parametrize('gated', [True, False], ids=['gated', 'no-gate'])
+def test_a_nan_in_one_packed_sequence_reaches_no_other(monkeypatch, served, gated):
+    """Non-finite keys and values of one packed sequence leave the sequence before it finite and as the Triton forward
+    gives it, although its last chunk's tile holds them (the Gluon forward's TMA boxes on Hopper)."""
+    torch.manual_seed(0)
+    args = _arguments(B=1, T=200, offsets=(0, 100, 200))
+    if not gated:
+        args['g'] = None
+    args['k'][0, 110] = float('nan')
+    args['v'][0, 120] = float('inf')
+    monkeypatch.setenv(DISABLE_ENV_VAR, '1')
+    reference = chunk_simple_gla(**args)
+    monkeypatch.delenv(DISABLE_ENV_VAR)
+    monkeypatch.setenv(ENV_VAR, '1')
+    o, ht = chunk_simple_gla(**args)
+    assert served == (['gluon_hopper'] if ON_HOPPER else [])
+    assert torch.isfinite(o[:, :100]).all() and torch.isfinite(ht[0]).all()
+    assert_close('o', reference[0][:, :100], o[:, :100], TOLERANCE['o'])
+    assert_close('ht', reference[1][0], ht[0], TOLERANCE['ht'])
