@@ -21,7 +21,9 @@ ON_HOPPER = device == 'cuda' and torch.cuda.get_device_capability()[0] == 9
 # Long sequences and wide heads are too slow for the interpreter; they run compiled wherever a GPU is.
 LARGE = pytest.mark.skipif(device == 'cpu', reason='large shape: runs compiled on a GPU')
 # Largest relative RMS error of the Gluon forward against the Triton forward: the same bf16 products in another order.
-TOLERANCE = {'o': 5e-3, 'ht': 1e-3}
+TOLERANCE = {'o': 5e-3, 'ht': 1e-3, 'gradient': 5e-3}
+# The inputs a loss of the op's outputs is differentiated by.
+GRADIENT_INPUTS = ('q', 'k', 'v', 'g', 'initial_state')
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +39,18 @@ def _arguments(B=2, T=100, H=2, K=64, V=48, dtype=torch.bfloat16, offsets=None, 
             'v': torch.randn(B, T, H, V, device=on).to(dtype), 'g': F.logsigmoid(torch.randn(B, T, H, device=on)),
             'initial_state': 0.1 * torch.randn(N, H, K, V, device=on), 'output_final_state': True,
             'cu_seqlens': None if offsets is None else torch.tensor(offsets, dtype=torch.int32, device=on)}
+
+
+def _with_gradients(args: dict) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """The op's outputs, and the gradients of a fixed loss of both by every floating input: the backward reads the
+    forward's final state (the decay's gradient carried from it), so an error of the forward reaches them."""
+    leaves = {name: args[name].detach().clone().requires_grad_() for name in GRADIENT_INPUTS if args[name] is not None}
+    o, ht = chunk_simple_gla(**{**args, **leaves})
+    generator = torch.Generator(device=o.device).manual_seed(1)
+    do = torch.randn(o.shape, generator=generator, device=o.device)
+    dht = torch.randn(ht.shape, generator=generator, device=ht.device)
+    ((o.float() * do).sum() + (ht * dht).sum()).backward()
+    return o.detach(), ht.detach(), {name: leaf.grad for name, leaf in leaves.items()}
 
 
 @pytest.fixture
@@ -135,19 +149,22 @@ def test_forced_off_and_dispatch_off_leave_the_triton_op(monkeypatch, served):
     pytest.param({'T': 200, 'K': 160, 'V': 64}, id='K160-a-key-block-half-past-K', marks=LARGE),
     pytest.param({'T': 200, 'K': 64, 'V': 8}, id='V8', marks=LARGE),
 ])
-def test_forced_on_serves_16_bit_calls_with_the_triton_forward_result(monkeypatch, served, case):
-    """Where the verifier accepts (a Hopper GPU), the Gluon forward serves and agrees with the Triton forward;
-    elsewhere the call falls through to the Triton op."""
+def test_forced_on_serves_16_bit_calls_with_the_triton_results(monkeypatch, served, case):
+    """Where the verifier accepts (a Hopper GPU), the Gluon forward serves and agrees with the Triton forward, and so
+    do the gradients the Triton backward takes from it; elsewhere the call falls through to the Triton op."""
     torch.manual_seed(0)
     args = _arguments(**case)
     monkeypatch.setenv(DISABLE_ENV_VAR, '1')
-    reference = chunk_simple_gla(**args)
+    reference_o, reference_ht, reference_gradients = _with_gradients(args)
     monkeypatch.delenv(DISABLE_ENV_VAR)
     monkeypatch.setenv(ENV_VAR, '1')
-    o, ht = chunk_simple_gla(**args)
+    o, ht, gradients = _with_gradients(args)
     assert served == (['gluon_hopper'] if ON_HOPPER else [])
-    assert_close('o', reference[0], o, TOLERANCE['o'])
-    assert_close('ht', reference[1], ht, TOLERANCE['ht'])
+    assert_close('o', reference_o, o, TOLERANCE['o'])
+    assert_close('ht', reference_ht, ht, TOLERANCE['ht'])
+    assert gradients.keys() == reference_gradients.keys() == set(GRADIENT_INPUTS)
+    for name, gradient in gradients.items():
+        assert_close(f'd{name}', reference_gradients[name], gradient, TOLERANCE['gradient'])
 
 
 @pytest.mark.parametrize('gated', [True, False], ids=['gated', 'no-gate'])
