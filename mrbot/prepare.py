@@ -15,8 +15,6 @@ import dataclasses
 import datetime
 import fnmatch
 import json
-import os
-import shutil
 import sys
 import time
 import traceback
@@ -51,6 +49,7 @@ from mrbot.testing import (
     check_timeout,
     device_label,
     execute_with_progress,
+    plugin_environment,
     processes_per_test_file,
     shell_command,
     test_targets,
@@ -91,16 +90,9 @@ def _change_summary(change: ChangeSet, workspace: Workspace) -> ChangeSummary:
 
 
 def _coverage_environment(root: Path, callables: dict[str, str], folder: Path) -> dict[str, str]:
-    """Variables that load the coverage plugin into a test process, watching `callables` and writing to `folder`.
-
-    The plugin is copied under `.mrbot/` and loaded by that name, so that the tested tree's own `mrbot` (an older one,
-    or none in another repository) cannot stand in for it; it imports only the standard library.
-    """
-    plugins = state_dir(root, 'plugins')
-    shutil.copyfile(coverage.__file__, plugins / f'{PLUGIN}.py')
-    path = os.pathsep.join(filter(None, [str(plugins), os.environ.get('PYTHONPATH')]))
-    return {'PYTHONPATH': path, 'PYTEST_PLUGINS': PLUGIN, coverage.OPS_VARIABLE: json.dumps(callables),
-            coverage.DIR_VARIABLE: str(folder)}
+    """Variables that load the coverage plugin into a test process, watching `callables` and writing to `folder`."""
+    return {**plugin_environment(state_dir(root, 'plugins'), coverage, PLUGIN),
+            coverage.OPS_VARIABLE: json.dumps(callables), coverage.DIR_VARIABLE: str(folder)}
 
 
 class PrepareInterrupted(KeyboardInterrupt):

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from mrbot.progress import Progress
 from mrbot.records import MrbotError
@@ -198,6 +200,15 @@ def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
     if _DISPATCH[dispatch] is not None:
         env[_DISPATCH_VARIABLE] = _DISPATCH[dispatch]
     return env
+
+
+def plugin_environment(folder: Path, plugin: ModuleType, name: str) -> dict[str, str]:
+    """PYTHONPATH and PYTEST_PLUGINS that load a copy of mrbot's pytest plugin module `plugin`, written to `folder` as
+    `name`, into a test process: loaded by file, so that the tested tree's own `mrbot` (an older one, or none in another
+    repository) cannot stand in for it. The plugin imports only the standard library until pytest calls it."""
+    shutil.copyfile(plugin.__file__, folder / f'{name}.py')
+    return {'PYTHONPATH': os.pathsep.join(filter(None, [str(folder), os.environ.get('PYTHONPATH')])),
+            'PYTEST_PLUGINS': name}
 
 
 def _pytest_command(targets: list[str]) -> list[str]:

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from mrbot.git import run_git
 from mrbot.records import MrbotError
 from mrbot.repo.ops import OpSpec
 from mrbot.stack import usable_cores
+from mrbot.testing import plugin_environment
 from mrbot.words import plural
 
 SCHEMA = 1
@@ -164,14 +164,11 @@ def compile_environment() -> dict[str, str]:
     return env
 
 
-def _environment(folder: Path, plugin_dir: Path | None, jobs: int) -> dict[str, str]:
+def _environment(folder: Path, jobs: int) -> dict[str, str]:
     env = {**compile_environment(), capture.DIR_VARIABLE: str(folder)}
     # the cores are shared out as processes already; torch's own threads on top of that (one per core each) only
     # contend: 16 processes of 16 threads on a 16-core machine
     env.setdefault('OMP_NUM_THREADS', str(max(1, usable_cores() // max(1, jobs))))
-    if plugin_dir is not None:
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(plugin_dir), os.environ.get('PYTHONPATH')]))
-        env['PYTEST_PLUGINS'] = PLUGIN
     return env
 
 
@@ -417,18 +414,19 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     processes = _Processes()
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:
         folder = Path(scratch)
+        loading = plugin_environment(folder, capture, PLUGIN)
         plugin = folder / f'{PLUGIN}.py'
-        shutil.copyfile(capture.__file__, plugin)
         # --maxfail=0 after the repository's own options: a -x there would end the file at its first garbage result
         units = [_Unit(test, [sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider', '--maxfail=0'],
-                       {**_environment(folder / str(number), folder, jobs), capture.SECONDS_VARIABLE: str(test_seconds)},
+                       {**_environment(folder / str(number), jobs), **loading,
+                        capture.SECONDS_VARIABLE: str(test_seconds)},
                        memory, hashlib.sha256(f'{tree}\0{test}'.encode()).hexdigest())
                  for number, test in enumerate(tests)]
         if rows:
             rows_file = folder / 'rows.json'
             rows_file.write_text(json.dumps(rows), encoding='utf-8')
             units.append(_Unit('benchmark rows', [sys.executable, str(plugin), str(BENCH_WORKER), str(rows_file)],
-                               _environment(folder / 'rows', None, jobs), memory,
+                               _environment(folder / 'rows', jobs), memory,
                                hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
 
         def run_unit(unit: _Unit) -> tuple[dict, bool]:
