@@ -219,6 +219,18 @@ def fill(limit: float) -> dict:
                   [('install', installed), ('compile', seconds)], start, lines)
 
 
+def profiled_gate(python: str, checkout: Path, env: dict[str, str], name: str, limit: float,
+                  user: dict) -> tuple[float, list]:
+    """The simple GLA gate as the job runs it (12 workers), under scripts/gate_profile.py, which writes its lines to
+    env's GATE_PROFILE; the log and the summary go to $OUT as NAME.log and NAME.md."""
+    seconds, lines = timed([python, '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q', '-p',
+                            'no:cacheprovider', '-p', 'gate_profile'], checkout, env, OUT / f'{name}.log', limit, user)
+    summary = subprocess.run([sys.executable, str(checkout / 'scripts' / 'gate_profile.py'), env['GATE_PROFILE']],
+                             capture_output=True, text=True).stdout
+    (OUT / f'{name}.md').write_text(summary)
+    return seconds, lines
+
+
 def profile_gate(limit: float) -> dict:
     """The warm job's gate run again by hand under scripts/gate_profile.py, to see what its tests spend the time on:
     the same checkout, venv, workers and layer, once with the autotuner timing each config in one run and once as
@@ -232,12 +244,7 @@ def profile_gate(limit: float) -> dict:
                'TRITON_CACHE_MANAGER': 'mrbot.bench.triton_cache:LayeredCache',
                'MRBOT_SHARED_TRITON_CACHE': str(SHARED), 'PYTHONPATH': str(pr / 'scripts'),
                'GATE_PROFILE': f'{temp}/gate-profile-{timing}'}
-        seconds, lines = timed([f'{temp}/venv/bin/python', '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12',
-                                '-q', '-p', 'no:cacheprovider', '-p', 'gate_profile'], pr, env,
-                               OUT / f'profile-gate-{timing}.log', limit, as_runner())
-        summary = subprocess.run([sys.executable, str(pr / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile-{timing}'],
-                                 capture_output=True, text=True).stdout
-        (OUT / f'profile-gate-{timing}.md').write_text(summary)
+        seconds, lines = profiled_gate(f'{temp}/venv/bin/python', pr, env, f'profile-gate-{timing}', limit, as_runner())
         phases.append((f'tests, {timing} autotune timing', seconds))
     return record('profile-gate', 'pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile', 'filled', phases, start,
                   lines)
@@ -258,13 +265,11 @@ def gate_cache(limit: float) -> dict:
     start = time.monotonic()
     ahead, lines = timed([sys.executable, '-c', 'from pathlib import Path; from mrbot.repo.workspace import Workspace; '
                           'from mrbot.compile.stage import warm_kernel_cache; '
-                          "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], 90))"],
+                          'from mrbot.testing import local_gpu; '
+                          "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], "
+                          'local_gpu().arch))'],
                          repo, env, log, limit, {})
-    tests, lines = timed([sys.executable, '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q',
-                          '-p', 'no:cacheprovider', '-p', 'gate_profile'], repo, env, log, limit, {})
-    summary = subprocess.run([sys.executable, str(repo / 'scripts' / 'gate_profile.py'), f'{temp}/gate-profile'],
-                             capture_output=True, text=True).stdout
-    (OUT / 'gate-cache.md').write_text(summary)
+    tests, lines = profiled_gate(sys.executable, repo, env, 'gate-cache', limit, {})
     return record('gate-cache', 'warm_kernel_cache, then pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile',
                   'none', [('compile ahead', ahead), ('tests', tests)], start, lines)
 

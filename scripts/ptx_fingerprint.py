@@ -41,7 +41,7 @@ def fingerprint(ptx: str) -> str:
 
 def main(report: str) -> int:
     data = json.loads(Path(report).read_text())
-    # `mrbot compile --json` writes the matrix at the top; `mrbot check --json` under `compile`
+    # `mrbot compile --json FILE` writes the matrix alone; `--format json` the report with the matrix under `compile`
     cells = data.get('compile', data)['cells']
     seen = set()
     for cell in cells:
