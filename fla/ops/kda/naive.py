@@ -37,7 +37,7 @@ def naive_kda_recurrence(
 
 def naive_kda_gate(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None, safe_gate: bool,
                    lower_bound: float | None) -> torch.Tensor:
-    """The log decay `[B, T, HV, K]` that the in-kernel gate makes of the raw `g`: $-e^{A} \mathrm{softplus}(g + b)$,
+    r"""The log decay `[B, T, HV, K]` that the in-kernel gate makes of the raw `g`: $-e^{A} \mathrm{softplus}(g + b)$,
     or with `safe_gate` $\text{lower\_bound} \cdot \sigma(e^{A} (g + b))$; A_log `[HV]`, dt_bias `[HV * K]`."""
     HV, K = g.shape[-2:]
     x = g.float() + (dt_bias.float().view(HV, K) if dt_bias is not None else 0)
