@@ -61,7 +61,7 @@ def decayed_rows(b_dA, b_y, b_g, b_gs, b_gd, diagonal_fits, y, i_y, HY: tl.const
     """[BT, BK]: `sum_j dA_ij y_jc e^(G_ic - G_jc)` over `j <= i`, for a `dA` that is 0 above the diagonal.
 
     The gradient of a score matrix of `decayed_scores` with respect to its left factor; `b_y` holds the chunk's rows
-    of the right factor y, also in memory at `y`, head `i_y` of `HY`; the other arguments as there.
+    of the right factor y, also in memory at `y`, head `i_y` of `HY`; the log decays as `key_block_tiles` returns them.
     """
     o_t = tl.arange(0, BT)
     m_t = row0 + o_t < eos

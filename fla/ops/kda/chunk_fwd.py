@@ -2,19 +2,22 @@
 # SPDX-License-Identifier: MIT
 """Forward of chunked KDA: chunk-local log decay, the WY form of each chunk, the state pass, the output.
 
-Chunk-parallel kernels run one program per (chunk, value head); the state pass runs one program per (sequence, value
-head, value block) and walks the chunks in order. Inside a chunk the decay is per key channel, so the scores
-`sum_c x_ic y_jc e^(G_ic - G_jc)` are no plain matrix product: they are taken in 16-row sub-chunks, the blocks
-between two sub-chunks as a product through the log decay at the boundary between them, the 16 x 16 blocks on the
-diagonal as a product through the log decay at the middle row m of their sub-chunk. Every exponent of a block between
-sub-chunks is a difference `G_i - G_j` with `i` at or after `j`, or one of its two parts around a boundary in between,
-so it is at most 0 whenever the per-step log decay is (and with positive steps at most their sum over one chunk);
-masked entries are -inf before the exponential. A factor that underflows belongs to a product no larger than itself.
-On the diagonal the two parts `G_i - G_m` and `G_m - G_j` have either sign, so a key block goes through the middle
-row only where every `|G_i - G_m|` of its sub-chunks is at most `DIAGONAL_SPAN` (always with a safe gate, whose
-8 steps from the middle row stay within 40); with steeper decay its diagonal blocks are taken one key column at a
-time, every exponent again a difference `G_i - G_j`. The differences come from chunk-local cumulative sums, so each
-carries an absolute error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
+Chunk-parallel kernels run one program per (chunk, value head), the forward's scores one per (16-row sub-chunk, value
+head); the state pass runs one program per (sequence, value head, value block) and walks the chunks in order. Inside a
+chunk the decay is per key channel, so the scores `sum_c x_ic y_jc e^(G_ic - G_jc)` are no plain matrix product: they
+are taken in 16-row sub-chunks, as products through the log decay at a reference row r, `x_i e^(G_i - G_r)` by
+`y_j e^(G_r - G_j)`. Through the boundary before a sub-chunk (the backward's blocks between sub-chunks) every exponent
+is a difference `G_i - G_j` with `i` at or after `j`, or one of its two parts around r, so it is at most 0 whenever
+the per-step log decay is (and with positive steps at most their sum over one chunk); masked entries are -inf before
+the exponential. A factor that underflows belongs to a product no larger than itself. Through the middle row m of a
+sub-chunk (the forward's whole block row of the sub-chunk, the backward's 16 x 16 blocks on the diagonal) the parts
+`G_i - G_m` and `G_m - G_j` of rows inside the sub-chunk have either sign, so a key block goes through the middle row
+only where every `|G_i - G_m|` of the sub-chunk (of all four, in the backward) is at most `DIAGONAL_SPAN` (always with
+a safe gate, whose 8 steps from the middle row stay within 40); an earlier key's part is at most 0 as before, and a
+factor of it that underflows belongs to a product below e^-23 of `|x_i| |y_j|`. With steeper decay the diagonal
+blocks are taken one key column at a time, every exponent again a difference `G_i - G_j`, and the forward's blocks
+before them through the boundary. The differences come from chunk-local cumulative sums, so each carries an absolute
+error near `|G| * 2^-24`, about 2e-5 at the -320 a saturated safe gate reaches in one chunk.
 
 Every product takes float32 operands (TF32 on tensor cores unless the inputs are float32 under torch's 'highest' matmul
 precision) and accumulates in float32. What one kernel hands the next (W, U, the scores, `M`, the states, the
@@ -46,6 +49,8 @@ SUB_CHUNK_SIZE = 16
 DIAGONAL_SPAN = tl.constexpr(64.0)
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'HV', 'K', 'V', 'BK', 'BV', 'DOT_PRECISION']
+# The forward's scores run a program per 16-row sub-chunk, holding `[16, BK]` tiles and the chunk's keys `[BT, BK]`.
+SUB_CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2)]
 # The state passes walk the chunks in order: the next chunk's loads in flight (num_stages) hide their latency, and each
 # stage holds another copy of the chunk's tiles, so which configs fit depends on the head size (`state_pass_shared`).
 STATE_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
@@ -106,12 +111,18 @@ def intermediate_dtype(dtype: torch.dtype) -> torch.dtype:
 def chunk_place(chunk_rows, T, HV: tl.constexpr, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
     """Return `(i_c, i_hv, row0, eos)` of a chunk-parallel program: the chunk's state slot, its value head, its first
     row and the end row of its sequence, as int64."""
+    return chunk_place_at(tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64), chunk_rows, T, HV, BT,
+                          IS_VARLEN)
+
+
+@triton.jit
+def chunk_place_at(i_t, i_nh, chunk_rows, T, HV: tl.constexpr, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """`chunk_place` of the program at `(i_t, i_nh)` of `ChunkLayout.grid`, both int64."""
     if IS_VARLEN:
-        i_c, i_hv = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
+        i_c, i_hv = i_t, i_nh
         row0 = tl.load(chunk_rows + 2 * i_c)
         eos = tl.load(chunk_rows + 2 * i_c + 1)
     else:
-        i_t, i_nh = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)
         i_n, i_hv = i_nh // HV, i_nh % HV
         bos = i_n * T
         i_c = bos // BT + i_n + i_t
@@ -222,51 +233,76 @@ def diagonal_blocks(BT: tl.constexpr, BC: tl.constexpr):
 
 
 @triton.jit
-def decayed_scores(b_q, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_k_head, H: tl.constexpr, gk, i_hv,
-                   HV: tl.constexpr, row0, eos, o_k, m_k, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
-                   DOT_PRECISION: tl.constexpr):
-    """Two [BT, BT]: `sum_c x_ic k_jc e^(G_ic - G_jc)` for x = q and x = k over one key block, for `j <= i`, 0 above.
+def sub_chunk_fits(gk, i_hv, HV: tl.constexpr, K: tl.constexpr, row_s, eos, BC: tl.constexpr, BK: tl.constexpr):
+    """Return `(diagonal_fits, row_m)`: whether every `|G_i - G_m|` of the sub-chunk from `row_s` is at most
+    `DIAGONAL_SPAN`, over all key channels, and its middle row m (or the sequence's last row, where that comes first)."""
+    o_c = tl.arange(0, BC)
+    m_c = row_s + o_c < eos
+    row_m = tl.minimum(row_s + BC // 2 - 1, eos - 1)
+    # [BC, BK]
+    b_span = tl.zeros([BC, BK], dtype=tl.float32)
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k = block_range(i_k, BK, K)
+        m_ck = m_c[:, None] & m_k[None, :]
+        b_gm = load_row(gk, row_m, i_hv, HV, K, o_k, m_k & (row_s < eos))
+        b_g = load_tile(gk, row_s + o_c, i_hv, HV, K, o_k, m_ck)
+        b_span = tl.maximum(b_span, tl.where(m_ck, tl.abs(b_g - b_gm[None, :]), 0))
+    return tl.max(tl.max(b_span, axis=1), axis=0) <= DIAGONAL_SPAN, row_m
 
-    Both score matrices take the same right factor, so each key row and exponential is computed once for both.
-    `b_q`, `b_k` are the chunk's rows of q and k (k also in memory at `k`, head `i_k_head` of `H`), `b_g` the
-    cumulative log decay G, `b_gs` its sub-chunk-local part (`sub_chunk_log_decay`), `b_gd` and `diagonal_fits` its
-    part from the middle rows (`sub_chunk_midpoint_log_decay`).
+
+@triton.jit
+def decayed_scores(q, k, gk, i_k, i_h, i_hv, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, row0, row_s, eos,
+                   row_r, n_cols, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Two [BC, BT]: `sum_c x_ic k_jc e^(G_ic - G_jc)` over key block `i_k` for x = q and x = k, i the rows of the
+    sub-chunk from `row_s`, j the chunk's rows from `row0` before column `n_cols`; 0 from that column on.
+
+    Both are one product through the reference row `row_r`, `x_i e^(G_i - G_r)` by `k_j e^(G_r - G_j)`, the keys read
+    as a `[BT, BK]` tile. Entries with `j > i` before column `n_cols` are not 0 and, through the middle row, may not
+    be finite: the caller masks them.
     """
-    o_t = tl.arange(0, BT)
-    m_t = row0 + o_t < eos
-    b_sq = tl.zeros([BT, BT], dtype=tl.float32)
-    b_sk = tl.zeros([BT, BT], dtype=tl.float32)
-    # [BT, BK]: x_i e^(G_i - G_r), r the end of the sub-chunk before row i's
-    b_decay = tl.exp(b_gs)
-    b_qs = b_q * b_decay
-    b_ks = b_k * b_decay
-    for i_s in range(1, tl.cdiv(tl.minimum(eos - row0, BT), BC)):
-        # [BK] G_r at the end of sub-chunk i_s - 1; k_j e^(G_r - G_j) for the rows before it
-        b_gr = load_row(gk, row0 + i_s * BC - 1, i_hv, HV, K, o_k, m_k)
-        b_kr = tl.trans(b_k * tl.exp(tl.where((o_t < i_s * BC)[:, None], b_gr[None, :] - b_g, float('-inf'))))
-        m_rows = (o_t // BC == i_s)[:, None]
-        b_sq += tl.where(m_rows, tl.dot(b_qs, b_kr, input_precision=DOT_PRECISION), 0)
-        b_sk += tl.where(m_rows, tl.dot(b_ks, b_kr, input_precision=DOT_PRECISION), 0)
-    if diagonal_fits:
-        # x_i e^(G_i - G_m) times k_j e^(G_m - G_j); the products between sub-chunks are dropped
-        m_diagonal = diagonal_blocks(BT, BC)
-        b_up = tl.exp(b_gd)
-        b_kd = tl.trans(b_k * tl.exp(-b_gd))
-        b_sq += tl.where(m_diagonal, tl.dot(b_q * b_up, b_kd, input_precision=DOT_PRECISION), 0)
-        b_sk += tl.where(m_diagonal, tl.dot(b_k * b_up, b_kd, input_precision=DOT_PRECISION), 0)
-    else:
-        b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
-        for j in range(BC):
-            # row j of each row's own sub-chunk, when at or before that row
-            o_rj = row0 + (o_t // BC) * BC + j
-            m_j = ((o_t % BC >= j) & m_t)[:, None] & m_k[None, :]
-            b_kj = load_tile(k, o_rj, i_k_head, H, K, o_k, m_j).to(tl.float32)
-            b_gj = load_tile(gk, o_rj, i_hv, HV, K, o_k, m_j)
-            # [BT, BK] k_j e^(G_i - G_j) for each row i
-            b_kj *= tl.exp(tl.where(m_j, b_g - b_gj, float('-inf')))
-            m_col = o_t[None, :] == ((o_t // BC) * BC + j)[:, None]
-            b_sq += tl.where(m_col, tl.sum(b_qf * b_kj, axis=1)[:, None], 0)
-            b_sk += tl.where(m_col, tl.sum(b_kf * b_kj, axis=1)[:, None], 0)
+    o_k, m_k = block_range(i_k, BK, K)
+    o_c, o_t = tl.arange(0, BC), tl.arange(0, BT)
+    m_ik = (row_s + o_c < eos)[:, None] & m_k[None, :]
+    # [BC, BK] the sub-chunk's rows; [BK] G_r
+    b_q = load_tile(q, row_s + o_c, i_h, H, K, o_k, m_ik)
+    b_k = load_tile(k, row_s + o_c, i_h, H, K, o_k, m_ik)
+    b_g = load_tile(gk, row_s + o_c, i_hv, HV, K, o_k, m_ik)
+    b_gr = load_row(gk, row_r, i_hv, HV, K, o_k, m_k & (n_cols > 0))
+    # [BC, BK] e^(G_i - G_r)
+    b_up = tl.exp(tl.where(m_ik & (n_cols > 0), b_g - b_gr[None, :], float('-inf')))
+    # [BK, BT] k_j e^(G_r - G_j)
+    m_jk = ((o_t < n_cols) & (row0 + o_t < eos))[:, None] & m_k[None, :]
+    b_kj = load_tile(k, row0 + o_t, i_h, H, K, o_k, m_jk)
+    b_gj = load_tile(gk, row0 + o_t, i_hv, HV, K, o_k, m_jk)
+    b_kr = tl.trans(b_kj * tl.exp(tl.where(m_jk, b_gr[None, :] - b_gj, float('-inf'))))
+    return (tl.dot(b_q * b_up, b_kr, input_precision=DOT_PRECISION),
+            tl.dot(b_k * b_up, b_kr, input_precision=DOT_PRECISION))
+
+
+@triton.jit
+def diagonal_columns(q, k, gk, i_k, i_h, i_hv, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, i_s, row_s, eos,
+                     BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr):
+    """Two [BC, BT]: the diagonal 16 x 16 block of both scores of `decayed_scores` for the sub-chunk from `row_s`,
+    sub-chunk `i_s` of its chunk, over key block `i_k`, one key column at a time, every exponent a difference
+    `G_i - G_j` with `j <= i`; 0 in the other columns and above the diagonal."""
+    o_k, m_k = block_range(i_k, BK, K)
+    o_c, o_t = tl.arange(0, BC), tl.arange(0, BT)
+    m_ik = (row_s + o_c < eos)[:, None] & m_k[None, :]
+    # [BC, BK]
+    b_q = load_tile(q, row_s + o_c, i_h, H, K, o_k, m_ik).to(tl.float32)
+    b_k = load_tile(k, row_s + o_c, i_h, H, K, o_k, m_ik).to(tl.float32)
+    b_g = load_tile(gk, row_s + o_c, i_hv, HV, K, o_k, m_ik)
+    b_sq = tl.zeros([BC, BT], dtype=tl.float32)
+    b_sk = tl.zeros([BC, BT], dtype=tl.float32)
+    for j in range(BC):
+        # [BK] row j of the sub-chunk; [BC, BK] k_j e^(G_i - G_j) for the rows i at or after it
+        m_kj = m_k & (row_s + j < eos)
+        b_kj = load_row(k, row_s + j, i_h, H, K, o_k, m_kj).to(tl.float32)
+        b_gj = load_row(gk, row_s + j, i_hv, HV, K, o_k, m_kj)
+        b_kj = b_kj[None, :] * tl.exp(tl.where((o_c >= j)[:, None] & m_ik, b_g - b_gj[None, :], float('-inf')))
+        m_col = (o_t == i_s * BC + j)[None, :]
+        b_sq += tl.where(m_col, tl.sum(b_q * b_kj, axis=1)[:, None], 0)
+        b_sk += tl.where(m_col, tl.sum(b_k * b_kj, axis=1)[:, None], 0)
     return b_sq, b_sk
 
 
@@ -284,35 +320,25 @@ def precise_dot(b_a, b_b, DOT_PRECISION: tl.constexpr):
 def unit_lower_inverse(a, row0, eos, i_hv, HV: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
                        DOT_PRECISION: tl.constexpr):
     """[BT, BT]: `(I + A)^-1` of a chunk's strictly lower triangular `A`, stored float32 `[B * T, HV, BT]` at `a` (rows
-    from `row0`; those from `eos` on read as 0), by its four diagonal blocks of `BC` rows.
+    from `row0`; those from `eos` on read as 0), by its four diagonal blocks of 16 rows, in products only.
 
-    Forward substitution inverts the four diagonal blocks together on a `[4, BC, BC]` tile, one row of every block per
-    step, each step's sum running along a block's `BC` rows rather than across the warps of a `[BT, BT]` tile; the
-    inverses are then laid on the diagonal of one tile, the block-diagonal `D = (I + A_diag)^-1`. With `L` the blocks
-    below the diagonal, `(I + A)^-1 = (I + D L)^-1 D`, and `N = D L` is zero from its fourth power on, so
-    `(I + N)^-1 = (I - N)(I + N^2)`.
+    `P`, the diagonal blocks of A on one tile, is nilpotent (`P^16 = 0`), so the block-diagonal
+    `D = (I + P)^-1 = (I - P)(I + P^2)(I + P^4)(I + P^8)`: three squarings and three products on tensor cores, where
+    forward substitution took 15 dependent steps of reductions. With `L` the blocks below the diagonal,
+    `(I + A)^-1 = (I + D L)^-1 D`, and `N = D L` is zero from its fourth power on, so `(I + N)^-1 = (I - N)(I + N^2)`.
     """
-    tl.static_assert(BT // BC == 4)
+    tl.static_assert(BT // BC == 4 and BC == 16)
     o_t = tl.arange(0, BT)
+    o_row = row0 + o_t
     m_block = (o_t // BC)[:, None] == (o_t // BC)[None, :]
     b_I = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
-    # [4, BC, BC] the diagonal blocks of A, block b at [b], and D of each, the identity to start
-    o_b, o_c = tl.arange(0, 4), tl.arange(0, BC)
-    o_r3 = row0 + (o_b * BC)[:, None, None] + o_c[None, :, None]
-    b_A3 = tl.load(a + (o_r3 * HV + i_hv) * BT + (o_b * BC)[:, None, None] + o_c[None, None, :], mask=o_r3 < eos,
-                   other=0)
-    m_diag3 = (o_c[:, None] == o_c[None, :])[None, :, :] & (o_b >= 0)[:, None, None]
-    b_D3 = tl.where(m_diag3, 1.0, 0.0)
-    for i in range(1, BC):
-        # [4, BC] row i of each block of A, then of D: -sum_j A_ij D_jc, for c < i
-        b_a = tl.sum(tl.where((o_c == i)[None, :, None], b_A3, 0), axis=1)
-        b_d = -tl.sum(b_a[:, :, None] * b_D3, axis=1)
-        b_D3 = tl.where(((o_c == i)[:, None] & (o_c < i)[None, :])[None, :, :], b_d[:, None, :], b_D3)
-    # [BT, BT] the blocks on the diagonal of one tile
-    b_D4 = tl.where((o_b[:, None] == o_b[None, :])[:, None, :, None], b_D3[:, :, None, :], 0.0)
-    b_D = tl.reshape(b_D4, [BT, BT])
-    o_row = row0 + o_t
     b_A = load_tile(a, o_row, i_hv, HV, BT, o_t, (o_row < eos)[:, None] & (o_t < BT)[None, :])
+    b_P = tl.where(m_block, b_A, 0)
+    b_D = b_I - b_P
+    for _ in tl.static_range(3):
+        # P^2, P^4, P^8, each factor of D in turn
+        b_P = precise_dot(b_P, b_P, DOT_PRECISION)
+        b_D = precise_dot(b_D, b_I + b_P, DOT_PRECISION)
     b_N = precise_dot(b_D, tl.where(m_block, 0, b_A), DOT_PRECISION)
     b_N_inverse = precise_dot(b_I - b_N, b_I + precise_dot(b_N, b_N, DOT_PRECISION), DOT_PRECISION)
     return precise_dot(b_N_inverse, b_D, DOT_PRECISION)
@@ -335,35 +361,56 @@ def chunk_kda_fwd_kernel_log_decay(
         tl.store(gk + (o_row[:, None] * HV + i_hv) * K + o_k[None, :], b_g, mask=m_tk)
 
 
-@autotune(CHUNK_CONFIGS, key=['H', 'HV', 'K', 'BK', 'DOT_PRECISION'])
+@autotune(SUB_CHUNK_CONFIGS, key=['H', 'HV', 'K', 'BK', 'DOT_PRECISION'])
 @triton.jit(do_not_specialize=['T'])
 def chunk_kda_fwd_kernel_intra(
     q, k, gk, beta, aqk, akk, chunk_rows, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
     IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    # one program per sub-chunk of a chunk: its block row of both score matrices
+    i_p = tl.program_id(0).to(tl.int64)
+    i_c, i_hv, row0, eos = chunk_place_at(i_p // (BT // BC), tl.program_id(1).to(tl.int64), chunk_rows, T, HV, BT,
+                                          IS_VARLEN)
+    i_s = i_p % (BT // BC)
     i_h = i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_row = row0 + o_t
-    m_t = o_row < eos
+    o_c, o_t = tl.arange(0, BC), tl.arange(0, BT)
+    row_s = row0 + i_s * BC
+    o_row = row_s + o_c
+    m_c = o_row < eos
 
-    # [BT, BT]
-    b_Aqk = tl.zeros([BT, BT], dtype=tl.float32)
-    b_Akk = tl.zeros([BT, BT], dtype=tl.float32)
-    for i_k in range(tl.cdiv(K, BK)):
-        o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
-            q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
-        b_sq, b_sk = decayed_scores(b_q, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos,
-                                    o_k, m_k, K, BT, BC, DOT_PRECISION)
-        b_Aqk += b_sq
-        b_Akk += b_sk
-    # [BT]
-    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
-    m_tt = m_t[:, None] & (o_t < BT)[None, :]
-    store_tile(aqk, o_row, i_hv, HV, BT, o_t, b_Aqk, m_tt)
+    diagonal_fits, row_m = sub_chunk_fits(gk, i_hv, HV, K, row_s, eos, BC, BK)
+    # [BC, BT]
+    b_Aqk = tl.zeros([BC, BT], dtype=tl.float32)
+    b_Akk = tl.zeros([BC, BT], dtype=tl.float32)
+    if diagonal_fits:
+        # the whole block row through the middle row
+        n_cols = tl.where(row_s < eos, (i_s + 1) * BC, 0)
+        for i_k in range(tl.cdiv(K, BK)):
+            b_sq, b_sk = decayed_scores(q, k, gk, i_k, i_h, i_hv, H, HV, K, row0, row_s, eos, row_m, n_cols, BT, BC,
+                                        BK, DOT_PRECISION)
+            b_Aqk += b_sq
+            b_Akk += b_sk
+    else:
+        # the blocks before the diagonal through the row before the sub-chunk, the diagonal block by columns
+        n_cols = tl.where(row_s < eos, i_s * BC, 0)
+        for i_k in range(tl.cdiv(K, BK)):
+            b_sq, b_sk = decayed_scores(q, k, gk, i_k, i_h, i_hv, H, HV, K, row0, row_s, eos, row_s - 1, n_cols, BT,
+                                        BC, BK, DOT_PRECISION)
+            b_Aqk += b_sq
+            b_Akk += b_sk
+        for i_k in range(tl.cdiv(K, BK)):
+            b_cq, b_ck = diagonal_columns(q, k, gk, i_k, i_h, i_hv, H, HV, K, i_s, row_s, eos, BT, BC, BK)
+            b_Aqk += b_cq
+            b_Akk += b_ck
+    # [BC]
+    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_c, other=0)
+    m_ct = m_c[:, None] & (o_t < BT)[None, :]
+    # [BC, BT] the chunk's column of each entry against its row's
+    o_ij = o_t[None, :] - (i_s * BC + o_c)[:, None]
+    store_tile(aqk, o_row, i_hv, HV, BT, o_t, tl.where(o_ij <= 0, b_Aqk, 0), m_ct)
     # A = diag(beta) strictly-lower(Akk), which the WY kernel inverts
-    store_tile(akk, o_row, i_hv, HV, BT, o_t, tl.where(o_t[:, None] > o_t[None, :], b_beta[:, None] * b_Akk, 0), m_tt)
+    store_tile(akk, o_row, i_hv, HV, BT, o_t, tl.where(o_ij < 0, b_beta[:, None] * b_Akk, 0), m_ct)
 
 
 @triton.jit
@@ -560,7 +607,8 @@ def chunk_kda_fwd_intra(
     HV = gk.shape[2]
     aqk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=intermediate_dtype(q.dtype))
     akk = q.new_empty(B, T, HV, CHUNK_SIZE, dtype=torch.float32)
-    chunk_kda_fwd_kernel_intra[layout.grid(HV)](
+    grid = layout.grid(HV)
+    chunk_kda_fwd_kernel_intra[(grid[0] * (CHUNK_SIZE // SUB_CHUNK_SIZE), *grid[1:])](
         q, k, gk, beta, aqk, akk, layout.chunk_rows, T,
         H=H, HV=HV, K=K, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
         **key_blocks(K, q.dtype),
