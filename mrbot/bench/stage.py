@@ -133,7 +133,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     seconds = round(sum(r.duration for r in runs), 1)
     say(f"gate {'passed' if passed else 'failed'} in {seconds} s", quiet)
     return replace(gate, status='passed' if passed else 'failed', seconds=seconds, pytest_args=pytest_args,
-                   reused=tuple(r.file for r in reused), failures=tuple([f.test for r in runs for f in r.failures][:20]),
+                   reused=tuple(r.file for r in reused), failures=tuple([f for r in runs for f in r.failures][:20]),
                    device=device)
 
 
@@ -206,6 +206,7 @@ def format_table(run: BenchRun) -> str:
         correction = run.statistics.correction if run.statistics else '-'
         lines.append(f'statistics: {correction}; gate: {gate.status}' + (' (partial: -k)' if gate.partial else '')
                      + ('' if gate.frozen_ok else f" (frozen contract changed: {', '.join(gate.changed_contract)})"))
+        lines += [f'  FAILED {f.test}: {f.first_line}' for f in gate.failures]
     return '\n'.join(lines) + '\n'
 
 

@@ -73,8 +73,8 @@ def start(root: Path, store: Store, plan: Plan, command: tuple[str, ...], quiet:
         f'{len(contract.functions)} comparison functions; timing the baseline', quiet)
     baseline = measure(plan.request(None, command), workspace, quiet=quiet, home=root)
     if baseline.gate.status == 'failed':
-        raise MrbotError(f"the baseline's gate fails ({', '.join(baseline.gate.failures[:3])}): a loop starts from a "
-                         'green baseline; fix it first')
+        failing = '; '.join(f'{f.test}: {f.first_line}' for f in baseline.gate.failures[:3])
+        raise MrbotError(f"the baseline's gate fails ({failing}): a loop starts from a green baseline; fix it first")
     loop_id = store.add_loop(plan.op, baseline_sha, contract.to_json(), plan.to_json())
     git.keep(root, _ref(loop_id, 'baseline'), baseline_sha)
     store.set_baseline(loop_id, baseline, 'baseline')
@@ -95,7 +95,7 @@ def _findings(change: ChangeSet, workspace: Workspace, prefixes: tuple[str, ...]
 
 
 def _gate_failures(gate: Gate) -> list[Reason]:
-    return [Reason('gate', test, 0, 'failed') for test in gate.failures] or [Reason('gate', '', 0, 'the gate failed')]
+    return [Reason('gate', f.test, 0, f.first_line) for f in gate.failures] or [Reason('gate', '', 0, 'the gate failed')]
 
 
 def verdict(run: BenchRun) -> tuple[str, list[Reason]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject, is_number
-from mrbot.records.testruns import check_workers
+from mrbot.records.testruns import TestFailure, check_workers
 
 BENCH_MODES = ('fwd', 'fwdbwd')
 BENCH_DISPATCH = ('off', 'on')
@@ -283,7 +283,7 @@ class Gate:
     seconds: float | None = None
     pytest_args: tuple[str, ...] = ()
     reused: tuple[str, ...] = ()
-    failures: tuple[str, ...] = ()
+    failures: tuple[TestFailure, ...] = ()
     # the device label of the machine it ran on ('' where it did not run)
     device: str = ''
 
@@ -292,7 +292,7 @@ class Gate:
                'changed_contract': list(self.changed_contract), 'status': self.status}
         if self.seconds is not None:
             out.update(seconds=self.seconds, pytest_args=list(self.pytest_args), reused=list(self.reused),
-                       failures=list(self.failures))
+                       failures=[f.to_json() for f in self.failures])
         if self.device:
             out['device'] = self.device
         return out
@@ -303,7 +303,15 @@ class Gate:
                    frozen_ok=fields.flag('frozen_ok', True), partial=fields.flag('partial', False),
                    changed_contract=fields.texts('changed_contract', ()), seconds=fields.optional_number('seconds'),
                    pytest_args=fields.texts('pytest_args', ()), reused=fields.texts('reused', ()),
-                   failures=fields.texts('failures', ()), device=fields.text('device', ''))
+                   failures=_gate_failures(fields), device=fields.text('device', ''))
+
+
+def _gate_failures(fields: JsonObject) -> tuple[TestFailure, ...]:
+    """The gate's failing tests with their errors; a record written before the errors were kept names the tests only."""
+    # the first entry tells the form; an entry of the other form is then one error naming it
+    if isinstance(next(iter(fields.sequence('failures', [])), None), str):
+        return tuple(TestFailure(test, '') for test in fields.texts('failures', ()))
+    return tuple(TestFailure(f.text('test'), f.text('message', '')) for f in fields.objects('failures'))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,14 @@ class TestFailure:
     test: str
     message: str
 
+    def to_json(self) -> dict:
+        return {'test': self.test, 'message': self.message}
+
+    @property
+    def first_line(self) -> str:
+        """The error's first line, or `failed` where the test left none."""
+        return self.message.splitlines()[0] if self.message.strip() else 'failed'
+
 
 @dataclass(frozen=True)
 class FileRun:
@@ -91,8 +99,8 @@ class TestRun:
             'files': [{'file': f.file, 'command': list(f.command), 'dispatch': f.dispatch,
                        'duration_s': round(f.duration, 3), 'passed': f.passed, 'failed': f.failed,
                        'skipped': f.skipped, 'flaky': f.flaky,
-                       'failures': [{'test': x.test, 'message': x.message} for x in f.failures], 'note': f.note,
-                       'crashed': [{'test': x.test, 'message': x.message} for x in f.crashed],
+                       'failures': [x.to_json() for x in f.failures], 'note': f.note,
+                       'crashed': [x.to_json() for x in f.crashed],
                        'restarted': f.restarted}
                       for f in self.files],
         }

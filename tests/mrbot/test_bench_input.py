@@ -14,6 +14,7 @@ from mrbot.cli import main
 from mrbot.records import MrbotError
 from mrbot.records.bench import BenchRequest, BenchRun
 from mrbot.records.reading import JsonObject
+from mrbot.render import render
 
 MACHINE = {'torch': '2.9.0', 'triton': '3.6.0', 'cuda': '12.8', 'python': '3.11.9', 'dispatch': False,
            'interpreter': False, 'gpu': 'NVIDIA H100 80GB HBM3', 'capability': 'sm_90', 'multiprocessors': 132,
@@ -138,13 +139,37 @@ def test_a_cpu_record_never_calls_a_row_faster(tmp_path, capsys):
 def test_a_record_read_back_writes_the_same_json():
     written = single([1.0, 1.1, 0.9])
     assert BenchRun.from_json(JsonObject(written, 'run.json')).to_json() == written
+    paired = _paired()
+    assert BenchRun.from_json(JsonObject(paired, 'run.json')).to_json() == paired
+
+
+def _paired() -> dict:
+    """A paired record as `mrbot bench --base` writes it, with one row twice as fast on the head."""
     paired = single([1.0, 1.1, 0.9])
     paired['base'], paired['head'] = paired.pop('ref'), {'ref': 'working tree', 'sha': 'b' * 40, 'dirty': True}
     paired['statistics'] = {'min_effect': 0.02, 'correction': 'Holm', 'runner_profile': None}
     row = paired['rows'][0]
     row.update(base_ms=row.pop('samples_ms'), head_ms=[0.5] * 3, base_median_ms=1.0, head_median_ms=row['median_ms'],
                ratio=0.5, ci_low=0.45, ci_high=0.55, verdict='faster')
-    assert BenchRun.from_json(JsonObject(paired, 'run.json')).to_json() == paired
+    return paired
+
+
+def test_a_failed_gate_keeps_each_tests_error_and_an_older_record_its_names():
+    failed = _paired()
+    failure = {'test': 'tests/test_scale.py::test_x[bf16]', 'message': 'AssertionError: o: relative error 0.031\nmore'}
+    failed['gate'].update(status='failed', failures=[failure])
+    assert BenchRun.from_json(JsonObject(failed, 'run.json')).to_json() == failed
+    # the PR body and the /bench comment name the test and its error's first line
+    shown = render('bench_run.md.j2', b=failed, command='mrbot bench --op scale')
+    assert "Correctness gate: failed.\nCommand: `mrbot bench --op scale --rounds 3`.\n\nThe gate's failures:\n" \
+           '- `tests/test_scale.py::test_x[bf16]`: AssertionError: o: relative error 0.031\n' in shown
+    # a loop store written before the errors were kept lists the tests alone; it reads, its errors unknown
+    failed['gate']['failures'] = [failure['test']]
+    older = BenchRun.from_json(JsonObject(failed, 'run.json')).gate.failures
+    assert [(f.test, f.message, f.first_line) for f in older] == [(failure['test'], '', 'failed')]
+    failed['gate']['failures'] = [failure['test'], 3]
+    with pytest.raises(MrbotError, match=r'^run.json: gate.failures\[1\]: expected a string, got 3$'):
+        BenchRun.from_json(JsonObject(failed, 'run.json'))
 
 
 @pytest.mark.parametrize(('fields', 'message'), [

@@ -131,6 +131,8 @@ def test_a_loop_from_start_to_claim_and_a_second_to_no_go(repo, monkeypatch, cap
     assert [t['verdict'] for t in status['tries']] == ['refused', 'red', *['refused'] * len(GAMED), 'held', 'faster']
     assert _reasons(status, 1) == [('LOOP001', 'tests/conftest.py', _line(files(0)['tests/conftest.py'], 'nan'))]
     assert [r[0] for r in _reasons(status, 2)] == ['gate', 'gate']
+    # and says why each test failed: the NaN the poisoning left in the half not written
+    assert all('relative error nan' in r['message'] for r in status['tries'][1]['reasons'])
     for number, (note, (changed, expected)) in enumerate(GAMED.items(), 3):
         assert _reasons(status, number) == [(rule, path, _line(changed[path], fragment))
                                             for rule, path, fragment in expected], note

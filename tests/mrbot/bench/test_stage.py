@@ -124,9 +124,13 @@ def test_the_base_is_set_up_before_any_code_of_head_runs(repo, monkeypatch, caps
 def test_red_gate_means_no_verdict_and_exit_one(repo, monkeypatch, capsys, out_dir):
     repo.commit(_files())
     repo.write({'tests/test_op.py': GATE.replace('[6.0, 6.0]', '[7.0, 7.0]')})
-    code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
+    code, record, out = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
     assert code == 1
-    assert record['gate']['status'] == 'failed' and record['gate']['failures'] == ['tests/test_op.py::test_scaled_sum']
+    assert record['gate']['status'] == 'failed'
+    # which test failed and how, so that a red gate can be acted on without rerunning it
+    [failure] = record['gate']['failures']
+    assert failure['test'] == 'tests/test_op.py::test_scaled_sum' and '[7.0, 7.0]' in failure['message']
+    assert f"  FAILED tests/test_op.py::test_scaled_sum: {failure['message'].splitlines()[0]}\n" in out
     assert record['rows'][0]['verdict'] == 'gate-failed'
     # the gate file itself changed: the frozen contract is broken too
     assert record['gate']['frozen_ok'] is False and record['gate']['changed_contract'] == ['tests/test_op.py']
@@ -148,7 +152,7 @@ def test_the_gate_and_both_sides_run_under_the_dispatch_and_variables_that_are_t
     op = 'import os\n' + OP.replace("    print('ops may print; the worker keeps it off its answers')\n", served)
     repo.commit(_files(gate=gate))
     code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED)
-    assert code == 1 and record['gate']['failures'] == ['tests/test_op.py::test_served_as_timed']
+    assert code == 1 and [f['test'] for f in record['gate']['failures']] == ['tests/test_op.py::test_served_as_timed']
     # the head's op now fails without the variable: its side ran with it
     repo.write({'pkg/op.py': op.replace('DELAY', '0.0')})
     code, record, _ = _bench(repo, monkeypatch, capsys, out_dir, *PAIRED, '--dispatch', 'on', '--env', 'OP_VARIANT=fast')
