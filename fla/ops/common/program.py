@@ -67,6 +67,14 @@ def final_state_gradient_block(dht, ht, o_state, m_state, BK: tl.constexpr, BV: 
 
 
 @triton.jit
+def chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT: tl.constexpr):
+    """Rows of chunk `i_t` of the sequence `[bos, eos)`, their mask, and the chunk's `[BT, BK]` and `[BT, BV]` masks."""
+    o_row = bos + i_t * BT + o_t
+    m_t = o_row < eos
+    return o_row, m_t, m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+
+
+@triton.jit
 def load_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, mask):
     """Rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor; masked entries read 0."""
     return tl.load(x + (o_row[:, None] * H + i_h) * D + o_d[None, :], mask=mask, other=0)

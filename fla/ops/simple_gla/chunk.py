@@ -14,6 +14,7 @@ from fla.ops.backends import dispatch
 from fla.ops.common.launch import state_block
 from fla.ops.common.program import (
     block_range,
+    chunk_rows,
     final_state_gradient_block,
     initial_state_block,
     load_tile,
@@ -34,6 +35,22 @@ def chunk_log_decay(g, o_row, m_t, i_h, H: tl.constexpr, BT: tl.constexpr):
     return b_g, tl.sum(tl.where(tl.arange(0, BT) == BT - 1, b_g, 0), axis=0)
 
 
+@triton.jit
+def apply_chunk_decay(b_A, b_state_read, b_k, b_h, g, o_row, m_t, i_h, m_causal, H: tl.constexpr, BT: tl.constexpr,
+                      USE_G: tl.constexpr):
+    """The chunk's causal `[BT, BT]` product, state read and keys decayed by g, and the state decayed across the chunk."""
+    if USE_G:
+        b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
+        b_A *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
+        b_state_read *= tl.exp(b_g)[:, None]
+        b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
+        b_h *= tl.exp(b_g_last)
+    else:
+        b_A = tl.where(m_causal, b_A, 0)
+        b_k_decayed = b_k
+    return b_A, b_state_read, b_k_decayed, b_h
+
+
 @autotune(CHUNK_CONFIGS, key=CHUNK_KEY)
 @triton.jit(do_not_specialize=['T'])
 def chunk_simple_gla_fwd_kernel(
@@ -52,9 +69,7 @@ def chunk_simple_gla_fwd_kernel(
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for i_t in range(tl.cdiv(eos - bos, BT)):
-        o_row = bos + i_t * BT + o_t
-        m_t = o_row < eos
-        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
@@ -62,17 +77,9 @@ def chunk_simple_gla_fwd_kernel(
         b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT]
         b_A = tl.dot(b_q, tl.trans(b_k), input_precision=DOT_PRECISION)
-        if USE_G:
-            # [BT]
-            b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
-            b_A *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
-            b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
-            b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
-            b_h *= tl.exp(b_g_last)
-        else:
-            b_A = tl.where(m_causal, b_A, 0)
-            b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
-            b_k_decayed = b_k
+        # [BT, BV]
+        b_o = tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
+        b_A, b_o, b_k_decayed, b_h = apply_chunk_decay(b_A, b_o, b_k, b_h, g, o_row, m_t, i_h, m_causal, H, BT, USE_G)
         b_o += tl.dot(b_A.to(b_v.dtype), b_v, input_precision=DOT_PRECISION)
         b_h += tl.dot(tl.trans(b_k_decayed), b_v, input_precision=DOT_PRECISION)
         p_o = o + ((o_row[:, None] * H + i_h) * NK + i_k) * V + o_v[None, :]
@@ -99,9 +106,7 @@ def chunk_simple_gla_bwd_kernel_dq(
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for i_t in range(tl.cdiv(eos - bos, BT)):
-        o_row = bos + i_t * BT + o_t
-        m_t = o_row < eos
-        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
         # [BT, BK]
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
         # [BT, BV]
@@ -109,16 +114,9 @@ def chunk_simple_gla_bwd_kernel_dq(
         b_do = load_tile(do, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT]
         b_dA = tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
-        if USE_G:
-            b_g, b_g_last = chunk_log_decay(g, o_row, m_t, i_h, H, BT)
-            b_dA *= tl.exp(tl.where(m_causal, b_g[:, None] - b_g[None, :], float('-inf')))
-            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION) * tl.exp(b_g)[:, None]
-            b_k_decayed = (b_k * tl.exp(b_g_last - b_g)[:, None]).to(b_k.dtype)
-            b_h *= tl.exp(b_g_last)
-        else:
-            b_dA = tl.where(m_causal, b_dA, 0)
-            b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION)
-            b_k_decayed = b_k
+        # [BT, BK]
+        b_dq = tl.dot(b_do, tl.trans(b_h).to(b_do.dtype), input_precision=DOT_PRECISION)
+        b_dA, b_dq, b_k_decayed, b_h = apply_chunk_decay(b_dA, b_dq, b_k, b_h, g, o_row, m_t, i_h, m_causal, H, BT, USE_G)
         b_dq += tl.dot(b_dA.to(b_k.dtype), b_k, input_precision=DOT_PRECISION)
         b_h += tl.dot(tl.trans(b_k_decayed), b_v, input_precision=DOT_PRECISION)
         b_dq *= scale
@@ -149,9 +147,7 @@ def chunk_simple_gla_bwd_kernel_dkvg(
     # [BK, BV]; the gradient of the log decay summed over all later positions of the sequence
     b_dh, b_dg_carry = final_state_gradient_block(dht, ht, o_state, m_state, BK, BV, USE_FINAL_STATE_GRADIENT, USE_G)
     for i_t in range(tl.cdiv(eos - bos, BT) - 1, -1, -1):
-        o_row = bos + i_t * BT + o_t
-        m_t = o_row < eos
-        m_tk, m_tv = m_t[:, None] & m_k[None, :], m_t[:, None] & m_v[None, :]
+        o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
         b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
