@@ -311,7 +311,7 @@ def _gate_failures(fields: JsonObject) -> tuple[TestFailure, ...]:
     # the first entry tells the form; an entry of the other form is then one error naming it
     if isinstance(next(iter(fields.sequence('failures', [])), None), str):
         return tuple(TestFailure(test, '') for test in fields.texts('failures', ()))
-    return tuple(TestFailure(f.text('test'), f.text('message', '')) for f in fields.objects('failures'))
+    return tuple(TestFailure(f.text('test'), f.text('message', '')) for f in fields.objects('failures', []))
 
 
 @dataclass(frozen=True)
