@@ -44,6 +44,17 @@ def state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K: tl.constexpr, V: tl.constex
 
 
 @triton.jit
+def state_program(cu_seqlens, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+                  IS_VARLEN: tl.constexpr):
+    """The state program's place and blocks: `(i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state)`."""
+    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
+    o_k, m_k = block_range(i_k, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    return i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state
+
+
+@triton.jit
 def initial_state_block(h0, o_state, m_state, BK: tl.constexpr, BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr):
     """[BK, BV] float32: the program's block of the initial state at `h0`, or zeros without one."""
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
@@ -85,3 +96,9 @@ def store_tile(x, o_row, i_h, H: tl.constexpr, D: tl.constexpr, o_d, value, mask
     """Store `value` at rows `o_row` of head `i_h`, columns `o_d`, of a `[B * T, H, D]` tensor, in its dtype."""
     p_x = x + (o_row[:, None] * H + i_h) * D + o_d[None, :]
     tl.store(p_x, value.to(p_x.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def load_key_value_tiles(k, v, o_row, i_h, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, o_k, o_v, m_tk, m_tv):
+    """Rows `o_row` of head `i_h` of the keys `[B * T, H, K]` at columns `o_k` and the values `[B * T, H, V]` at `o_v`."""
+    return load_tile(k, o_row, i_h, H, K, o_k, m_tk), load_tile(v, o_row, i_h, H, V, o_v, m_tv)

@@ -13,19 +13,25 @@ import triton.language as tl
 from fla.ops.backends import dispatch
 from fla.ops.common.launch import state_block
 from fla.ops.common.program import (
-    block_range,
     chunk_rows,
     final_state_gradient_block,
     initial_state_block,
+    load_key_value_tiles,
     load_tile,
-    program_place,
-    state_block_offsets,
+    state_program,
 )
 from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
 CHUNK_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 CHUNK_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G', 'DOT_PRECISION']
+
+
+@triton.jit
+def chunk_positions(BT: tl.constexpr):
+    """Positions `[BT]` of a chunk's rows and its causal `[BT, BT]` mask, true where column j <= row i."""
+    o_t = tl.arange(0, BT)
+    return o_t, o_t[:, None] >= o_t[None, :]
 
 
 @triton.jit
@@ -59,12 +65,8 @@ def chunk_simple_gla_fwd_kernel(
     NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
     IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
-    o_t = tl.arange(0, BT)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    m_causal = o_t[:, None] >= o_t[None, :]
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    i_h, i_k, _, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
+    o_t, m_causal = chunk_positions(BT)
 
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
@@ -72,9 +74,8 @@ def chunk_simple_gla_fwd_kernel(
         o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
-        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
-        # [BT, BV]
-        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
+        # [BT, BK], [BT, BV]
+        b_k, b_v = load_key_value_tiles(k, v, o_row, i_h, H, K, V, o_k, o_v, m_tk, m_tv)
         # [BT, BT]
         b_A = tl.dot(b_q, tl.trans(b_k), input_precision=DOT_PRECISION)
         # [BT, BV]
@@ -96,21 +97,16 @@ def chunk_simple_gla_bwd_kernel_dq(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
-    o_t = tl.arange(0, BT)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    m_causal = o_t[:, None] >= o_t[None, :]
+    i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
+    o_t, m_causal = chunk_positions(BT)
 
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for i_t in range(tl.cdiv(eos - bos, BT)):
         o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
-        # [BT, BK]
-        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+        # [BT, BK], [BT, BV]
+        b_k, b_v = load_key_value_tiles(k, v, o_row, i_h, H, K, V, o_k, o_v, m_tk, m_tv)
         # [BT, BV]
-        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
         b_do = load_tile(do, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT]
         b_dA = tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
@@ -136,13 +132,10 @@ def chunk_simple_gla_bwd_kernel_dkvg(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
     USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
+    i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
     # [BT(j), BT(i)]: the transposed causal mask, key position j on rows, query position i on columns
     m_causal_t = o_t[:, None] <= o_t[None, :]
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
 
     # [BK, BV]; the gradient of the log decay summed over all later positions of the sequence
     b_dh, b_dg_carry = final_state_gradient_block(dht, ht, o_state, m_state, BK, BV, USE_FINAL_STATE_GRADIENT, USE_G)
@@ -150,9 +143,9 @@ def chunk_simple_gla_bwd_kernel_dkvg(
         o_row, m_t, m_tk, m_tv = chunk_rows(bos, eos, i_t, o_t, m_k, m_v, BT)
         # [BT, BK]
         b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
-        b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
+        # [BT, BK], [BT, BV]
+        b_k, b_v = load_key_value_tiles(k, v, o_row, i_h, H, K, V, o_k, o_v, m_tk, m_tv)
         # [BT, BV]
-        b_v = load_tile(v, o_row, i_h, H, V, o_v, m_tv)
         b_do = load_tile(do, o_row, i_h, H, V, o_v, m_tv)
         # [BT, BT], transposed: row j (key), column i (query)
         b_At = tl.dot(b_k, tl.trans(b_q), input_precision=DOT_PRECISION)

@@ -11,18 +11,21 @@ import triton
 import triton.language as tl
 
 from fla.ops.common.launch import state_block
-from fla.ops.common.program import (
-    block_range,
-    final_state_gradient_block,
-    initial_state_block,
-    program_place,
-    state_block_offsets,
-)
+from fla.ops.common.program import final_state_gradient_block, initial_state_block, state_program
 from fla.ops.simple_gla.function import KernelSet, simple_gla
 from fla.utils import autotune, input_guard
 
 RECURRENT_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
 RECURRENT_KEY = ['H', 'K', 'V', 'BK', 'BV', 'USE_G']
+
+
+@triton.jit
+def recurrent_state_step(b_h, b_k, b_v, g, row, i_h, H: tl.constexpr, USE_G: tl.constexpr):
+    """The `[BK, BV]` state after token `row`: decayed by the token's gate when `USE_G`, plus its k v^T."""
+    if USE_G:
+        b_h *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
+    b_h += b_k[:, None] * b_v[None, :]
+    return b_h
 
 
 @autotune(RECURRENT_CONFIGS, key=RECURRENT_KEY)
@@ -33,10 +36,7 @@ def fused_recurrent_simple_gla_fwd_kernel(
     NK: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
     IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    i_h, i_k, _, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
 
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
@@ -46,9 +46,7 @@ def fused_recurrent_simple_gla_fwd_kernel(
         b_k = tl.load(k + (row * H + i_h) * K + o_k, mask=m_k, other=0).to(tl.float32)
         # [BV]
         b_v = tl.load(v + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
-        if USE_G:
-            b_h *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
-        b_h += b_k[:, None] * b_v[None, :]
+        b_h = recurrent_state_step(b_h, b_k, b_v, g, row, i_h, H, USE_G)
         b_o = tl.sum(b_h * b_q[:, None], axis=0)
         p_o = o + ((row * H + i_h) * NK + i_k) * V + o_v
         tl.store(p_o, b_o.to(p_o.dtype.element_ty), mask=m_v)
@@ -63,11 +61,8 @@ def fused_recurrent_simple_gla_bwd_kernel_dq(
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
+    i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
 
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
     # [BK, BV]
     b_h = initial_state_block(h0, o_state, m_state, BK, BV, USE_INITIAL_STATE)
     for row in range(bos, eos):
@@ -76,9 +71,7 @@ def fused_recurrent_simple_gla_bwd_kernel_dq(
         # [BV]
         b_v = tl.load(v + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
         b_do = tl.load(do + (row * H + i_h) * V + o_v, mask=m_v, other=0).to(tl.float32)
-        if USE_G:
-            b_h *= tl.exp(tl.load(g + row * H + i_h).to(tl.float32))
-        b_h += b_k[:, None] * b_v[None, :]
+        b_h = recurrent_state_step(b_h, b_k, b_v, g, row, i_h, H, USE_G)
         b_dq = tl.sum(b_h * b_do[None, :], axis=1) * scale
         p_dq = dq + ((row * H + i_h) * NV + i_v) * K + o_k
         tl.store(p_dq, b_dq.to(p_dq.dtype.element_ty), mask=m_k)
@@ -96,10 +89,7 @@ def fused_recurrent_simple_gla_bwd_kernel_dkvg(
     NK: tl.constexpr, NV: tl.constexpr, USE_G: tl.constexpr, USE_INITIAL_STATE: tl.constexpr,
     USE_FINAL_STATE_GRADIENT: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_h, i_k, i_v, bos, eos = program_place(cu_seqlens, T, H, IS_VARLEN)
-    o_k, m_k = block_range(i_k, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    o_state, m_state = state_block_offsets(i_nh, o_k, o_v, m_k, m_v, K, V)
+    i_h, i_k, i_v, bos, eos, o_k, m_k, o_v, m_v, o_state, m_state = state_program(cu_seqlens, T, H, K, V, BK, BV, IS_VARLEN)
 
     # [BK, BV]; the gradient of the log decay summed over all later positions of the sequence
     b_dh, b_dg_carry = final_state_gradient_block(dht, ht, o_state, m_state, BK, BV, USE_FINAL_STATE_GRADIENT, USE_G)
