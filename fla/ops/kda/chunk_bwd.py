@@ -41,7 +41,7 @@ from fla.ops.kda.chunk_fwd import (
     chunk_kda_fwd_h,
     chunk_kda_fwd_wy,
     chunk_last_log_decay,
-    chunk_place,
+    chunk_place_rows,
     diagonal_blocks,
     key_block_tiles,
     load_chunk_state,
@@ -182,12 +182,7 @@ def chunk_kda_bwd_kernel_wy(
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
     BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
-    i_h = i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_row = row0 + o_t
-    m_t = o_row < eos
-    m_tt = m_t[:, None] & (o_t < BT)[None, :]
+    i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
 
     # [BT, BT] M = (I + A)^-1
     b_M = load_tile(akk_inv, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
@@ -248,12 +243,7 @@ def chunk_kda_bwd_kernel_intra(
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
     BK: tl.constexpr, BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
-    i_h = i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_row = row0 + o_t
-    m_t = o_row < eos
-    m_tt = m_t[:, None] & (o_t < BT)[None, :]
+    i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
     # the chunk's last row, which carries the gradient of the decay over the whole chunk
     m_last = o_t == tl.minimum(eos - row0, BT) - 1
 

@@ -132,6 +132,17 @@ def chunk_place_at(i_t, i_nh, chunk_rows, T, HV: tl.constexpr, BT: tl.constexpr,
 
 
 @triton.jit
+def chunk_place_rows(chunk_rows, T, H: tl.constexpr, HV: tl.constexpr, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Return `(i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt)` of a chunk-parallel program: `chunk_place`, its key
+    head, its rows as offsets in the chunk and in the batch, their mask and the mask of a `[BT, BT]` score tile."""
+    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    o_t = tl.arange(0, BT)
+    o_row = row0 + o_t
+    m_t = o_row < eos
+    return i_c, i_hv, i_hv // (HV // H), row0, eos, o_t, o_row, m_t, m_t[:, None] & (o_t < BT)[None, :]
+
+
+@triton.jit
 def first_state_slot(i_n, bos, BT: tl.constexpr):
     """State slot of the first chunk of sequence `i_n`, which starts at row `bos` (see `ChunkLayout`)."""
     return bos // BT + i_n
@@ -442,12 +453,7 @@ def chunk_kda_fwd_kernel_wy(
     BK: tl.constexpr, BV: tl.constexpr, INVERT: tl.constexpr, STORE_INVERSE: tl.constexpr, IS_VARLEN: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
-    i_h = i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_row = row0 + o_t
-    m_t = o_row < eos
-    m_tt = m_t[:, None] & (o_t < BT)[None, :]
+    i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
     # [BT]
     b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
     if INVERT:
@@ -524,12 +530,8 @@ def chunk_kda_fwd_kernel_o(
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
     BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    i_c, i_hv, row0, eos = chunk_place(chunk_rows, T, HV, BT, IS_VARLEN)
+    i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
     i_v = tl.program_id(2)
-    i_h = i_hv // (HV // H)
-    o_t = tl.arange(0, BT)
-    o_row = row0 + o_t
-    m_t = o_row < eos
     o_v, m_v = block_range(i_v, BV, V)
     m_tv = m_t[:, None] & m_v[None, :]
 
@@ -545,7 +547,7 @@ def chunk_kda_fwd_kernel_o(
         b_h = load_chunk_state(h, i_c, i_hv, row0, eos, o_k, o_v, m_k, m_v, HV, K, V)
         b_o += tl.dot(b_q * tl.exp(b_g), b_h, input_precision=DOT_PRECISION)
     # [BT, BT]
-    b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_t[:, None] & (o_t < BT)[None, :]).to(tl.float32)
+    b_A = load_tile(aqk, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
     b_v_new = load_tile(v_new, o_row, i_hv, HV, V, o_v, m_tv).to(tl.float32)
     b_o += tl.dot(b_A, b_v_new, input_precision=DOT_PRECISION)
     p_o = o + (o_row[:, None] * HV + i_hv) * V + o_v[None, :]

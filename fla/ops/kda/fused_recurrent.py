@@ -44,6 +44,19 @@ def checkpoint_index(i_n, i_t, bos, BT: tl.constexpr):
     return bos // BT + i_n + i_t
 
 
+@triton.jit
+def recurrent_place(cu_seqlens, T, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                    BK: tl.constexpr, BV: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Return `(i_nh, i_n, i_hv, i_h, i_v, bos, eos, o_k, m_k, o_v, m_v, o_kv, m_state)` of a recurrent program: its
+    sequence-value head, sequence, value head and key head, its value block, its rows, its key and value blocks, and
+    the offsets and mask of its block within one `[K, V]` state."""
+    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
+    o_k, m_k = block_range(0, BK, K)
+    o_v, m_v = block_range(i_v, BV, V)
+    o_kv, m_state = state_block_offsets(0, o_k, o_v, m_k, m_v, K, V)
+    return i_nh, i_nh // HV, i_hv, i_hv // (HV // H), i_v, bos, eos, o_k, m_k, o_v, m_v, o_kv, m_state
+
+
 @autotune(RECURRENT_CONFIGS, key=RECURRENT_KEY)
 @triton.jit(do_not_specialize=['T'])
 def fused_recurrent_kda_fwd_kernel(
@@ -52,12 +65,8 @@ def fused_recurrent_kda_fwd_kernel(
     BV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
     SAVE_CHECKPOINTS: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
-    i_n, i_h = i_nh // HV, i_hv // (HV // H)
-    o_k, m_k = block_range(0, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    # offsets of this program's block within one [K, V] state
-    o_kv, m_state = state_block_offsets(0, o_k, o_v, m_k, m_v, K, V)
+    i_nh, i_n, i_hv, i_h, i_v, bos, eos, o_k, m_k, o_v, m_v, o_kv, m_state = recurrent_place(
+        cu_seqlens, T, H, HV, K, V, BK, BV, IS_VARLEN)
 
     # [BK, BV]
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
@@ -92,12 +101,8 @@ def fused_recurrent_kda_bwd_kernel(
     BV: tl.constexpr, NV: tl.constexpr, USE_INITIAL_STATE: tl.constexpr, USE_FINAL_STATE_GRADIENT: tl.constexpr,
     SCRATCH_BY_ROW: tl.constexpr, IS_VARLEN: tl.constexpr,
 ):
-    i_nh, i_hv, _, i_v, bos, eos = program_place(cu_seqlens, T, HV, IS_VARLEN)
-    i_n, i_h = i_nh // HV, i_hv // (HV // H)
-    o_k, m_k = block_range(0, BK, K)
-    o_v, m_v = block_range(i_v, BV, V)
-    # offsets of this program's block within one [K, V] state
-    o_kv, m_state = state_block_offsets(0, o_k, o_v, m_k, m_v, K, V)
+    i_nh, i_n, i_hv, i_h, i_v, bos, eos, o_k, m_k, o_v, m_v, o_kv, m_state = recurrent_place(
+        cu_seqlens, T, H, HV, K, V, BK, BV, IS_VARLEN)
     # this program's BT slots of the [rows, HV, K, V] scratch: either its sequence's first rows or BT of its own
     scratch_base = bos if SCRATCH_BY_ROW else i_n * BT
 
