@@ -223,12 +223,14 @@ def select_stage(workspace: Workspace, change: ChangeSet, public: set[tuple[str,
                                  f"{', '.join(reach.reached) or 'none'}")
 
 
-def compile_stage(workspace: Workspace, change: ChangeSet, options: PrepareOptions) -> Staged[CompileMatrix]:
+def compile_stage(workspace: Workspace, change: ChangeSet, reach: Reach | None,
+                  options: PrepareOptions) -> Staged[CompileMatrix]:
     if options.no_compile:
         raise Skipped('--no-compile', 'mrbot compile')
     from mrbot.compile.stage import compile_change
 
-    matrix = compile_change(workspace, [f.path for f in change.files])
+    matrix = compile_change(workspace, [f.path for f in change.files],
+                            selection=reach.selection if reach is not None else None)
     if not matrix.reached:
         return Staged(matrix, 'skipped', 'the change reaches no kernel')
     from mrbot.compile.matrix import summarize
@@ -337,7 +339,7 @@ def prepare(options: PrepareOptions, workspace: Workspace, base: str) -> Evidenc
         # read before the long stages: a store that cannot be read stops the run before it costs anything
         loops = loop_outcomes(root, list(reach.ops)) if reach is not None else []
         # the check reads the compilation matrix, so the kernels compile first
-        matrix = steps.run('compile', compile_stage, workspace, change, options)
+        matrix = steps.run('compile', compile_stage, workspace, change, reach, options)
         report = steps.run('check', check_stage, workspace, change, matrix, reach)
         tested = steps.run('tests', test_stage, workspace, reach, options, device, base)
         breaking = steps.run('breaking', breaking_stage, workspace, change, public)

@@ -19,6 +19,7 @@ from mrbot.bench.specs import touched_ops
 from mrbot.compile.launches import bench_rows
 from mrbot.config import Config
 from mrbot.records.compiles import Kernel
+from mrbot.records.testruns import Selection
 from mrbot.repo.graph import Graph
 from mrbot.repo.index import FileFacts, test_files_of
 from mrbot.repo.workspace import Workspace
@@ -51,15 +52,16 @@ def kernels_of(index: dict[str, FileFacts], config: Config) -> list[Kernel]:
             for name, line, _ in facts.kernels if name not in helpers]
 
 
-def plan_compile(workspace: Workspace, changed: list[str] | None) -> CompilePlan:
-    """What `mrbot compile` does for the `changed` paths (repository-relative), or for the whole repository (None)."""
+def plan_compile(workspace: Workspace, changed: list[str] | None, selection: Selection | None = None) -> CompilePlan:
+    """What `mrbot compile` does for the `changed` paths (repository-relative), or for the whole repository (None);
+    `selection`: the change's tests where a caller has selected them already."""
     graph, config = workspace.graph, workspace.config
     kernels = kernels_of(graph.index, config)
     if changed is None:
         tests = _launching(graph, kernels, test_files_of(graph.index, config))
         return CompilePlan(tuple(kernels), tests, tuple(bench_rows(workspace.specs)), whole=True,
                            declared=declarations(workspace.root, kernels), imports=_imports(graph, kernels))
-    selection = select(workspace, changed)
+    selection = selection or select(workspace, changed)
     if selection.full_suite:
         reached = {kernel.path for kernel in kernels}
     else:

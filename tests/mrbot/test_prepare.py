@@ -334,6 +334,21 @@ def test_the_public_ops_a_kernel_change_reaches_are_named_benchmarked_or_not(pre
     assert 'public ops it reaches: `fused_scale`' in _section(body, 'Summary')
 
 
+def test_the_compile_stage_takes_the_tests_the_select_stage_found(prepared, monkeypatch):
+    """The kernels' launches are captured from the change's selection, not from a second walk of the imports."""
+    from mrbot.compile import plan
+
+    found, again = [], []
+    real = selection.select_change
+    monkeypatch.setattr(prepare, 'select_change', lambda workspace, change: found.append(1) or real(workspace, change))
+    monkeypatch.setattr(plan, 'select', lambda *args: again.append(args) or selection.select(*args))
+    _, _, record = prepared({'pkg/ops/scale/fused.py': FUSED.replace('* 2, mask', '* 3, mask')},
+                            '[Scale] Triple in the fused kernel', '--no-tests', '--no-bench',
+                            base={'pkg/ops/scale/__init__.py': EXPORTS, 'pkg/ops/scale/fused.py': FUSED})
+    assert (len(found), again) == (1, [])
+    assert [(s['name'], s['status']) for s in record['steps']][:2] == [('select', 'done'), ('compile', 'done')]
+
+
 def test_typos_in_prose_comments_messages_and_local_names_are_no_code_change(prepared):
     """upstream's a1a6bb1: spelling fixed across documents, comments, docstrings, an assertion's message and a local
     variable's name."""
