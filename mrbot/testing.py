@@ -41,7 +41,7 @@ _MESSAGE_LINES = 5
 _TESTS_FAILED = 1
 _NO_TESTS = 5
 # How long a timed-out pytest gets after SIGINT to write its results and report where it hung before it is killed.
-_INTERRUPT_GRACE = 5.0
+INTERRUPT_GRACE = 5.0
 # CUDA's sticky errors, as the runtime and the driver word them after "CUDA error:" (torch) or "Triton Error [CUDA]:":
 # after one, every later call of the process fails. Matched on that line alone, since torch's advice that follows
 # every CUDA error ("... to enable device-side assertions") would otherwise make an out-of-memory error look sticky.
@@ -282,7 +282,7 @@ def _stop(processes: list[subprocess.Popen]) -> None:
         for process in processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, sig)
-        deadline = time.monotonic() + _INTERRUPT_GRACE
+        deadline = time.monotonic() + INTERRUPT_GRACE
         for process in processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))

@@ -303,10 +303,10 @@ class Gate:
                    frozen_ok=fields.flag('frozen_ok', True), partial=fields.flag('partial', False),
                    changed_contract=fields.texts('changed_contract', ()), seconds=fields.optional_number('seconds'),
                    pytest_args=fields.texts('pytest_args', ()), reused=fields.texts('reused', ()),
-                   failures=_gate_failures(fields), device=fields.text('device', ''))
+                   failures=_read_gate_failures(fields), device=fields.text('device', ''))
 
 
-def _gate_failures(fields: JsonObject) -> tuple[TestFailure, ...]:
+def _read_gate_failures(fields: JsonObject) -> tuple[TestFailure, ...]:
     """The gate's failing tests with their errors; a record written before the errors were kept names the tests only."""
     # the first entry tells the form; an entry of the other form is then one error naming it
     if isinstance(next(iter(fields.sequence('failures', [])), None), str):

@@ -20,7 +20,7 @@ import torch
 from mrbot import records, testing
 from mrbot.commands.test import format_run
 from mrbot.records import testruns
-from mrbot.testing import _INTERRUPT_GRACE, WORKERS_VARIABLE, device_label, execute, processes_per_test_file
+from mrbot.testing import INTERRUPT_GRACE, WORKERS_VARIABLE, device_label, execute, processes_per_test_file
 
 # long enough for pytest to start on a loaded 2-core machine; the hanging file waits it out
 TIMEOUT = 10.0
@@ -249,7 +249,7 @@ def test_a_timeout_stops_the_process_group_and_counts_as_failed(suite):
     assert 'KeyboardInterrupt' in run.failures[0].message
     # interrupted at the timeout and ended within the grace the runner gives it, far short of the test's 60 s sleep;
     # how much of the grace pytest takes to wind down depends on the machine's load
-    assert TIMEOUT <= run.duration < TIMEOUT + _INTERRUPT_GRACE
+    assert TIMEOUT <= run.duration < TIMEOUT + INTERRUPT_GRACE
     assert not _alive(int((root / 'suite/hang.pid').read_text()))
 
 
