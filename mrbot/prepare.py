@@ -229,8 +229,10 @@ def compile_stage(workspace: Workspace, change: ChangeSet, reach: Reach | None,
         raise Skipped('--no-compile', 'mrbot compile')
     from mrbot.compile.stage import compile_change
 
-    matrix = compile_change(workspace, [f.path for f in change.files],
-                            selection=reach.selection if reach is not None else None)
+    # the select stage's tests and timed ops: neither is found a second time
+    selection = reach.selection if reach is not None else None
+    timed = [spec for spec in workspace.specs if spec.name in reach.bench_ops] if reach is not None else None
+    matrix = compile_change(workspace, [f.path for f in change.files], selection=selection, timed=timed)
     if not matrix.reached:
         return Staged(matrix, 'skipped', 'the change reaches no kernel')
     from mrbot.compile.matrix import summarize

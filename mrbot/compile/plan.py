@@ -22,6 +22,7 @@ from mrbot.records.compiles import Kernel
 from mrbot.records.testruns import Selection
 from mrbot.repo.graph import Graph
 from mrbot.repo.index import FileFacts, test_files_of
+from mrbot.repo.ops import OpSpec
 from mrbot.repo.workspace import Workspace
 from mrbot.selection import dependency_chains, select
 from mrbot.targets import DECLARATION, declared_targets
@@ -52,9 +53,10 @@ def kernels_of(index: dict[str, FileFacts], config: Config) -> list[Kernel]:
             for name, line, _ in facts.kernels if name not in helpers]
 
 
-def plan_compile(workspace: Workspace, changed: list[str] | None, selection: Selection | None = None) -> CompilePlan:
+def plan_compile(workspace: Workspace, changed: list[str] | None, selection: Selection | None = None,
+                 timed: list[OpSpec] | None = None) -> CompilePlan:
     """What `mrbot compile` does for the `changed` paths (repository-relative), or for the whole repository (None);
-    `selection`: the change's tests where a caller has selected them already."""
+    `selection` and `timed`: the change's tests and the ops it times, where a caller has found them already."""
     graph, config = workspace.graph, workspace.config
     kernels = kernels_of(graph.index, config)
     if changed is None:
@@ -70,7 +72,7 @@ def plan_compile(workspace: Workspace, changed: list[str] | None, selection: Sel
     kernels = [kernel for kernel in kernels if kernel.path in reached]
     if not kernels:
         return CompilePlan((), (), (), whole=False)
-    rows = bench_rows(touched_ops(workspace, changed, gates=False))
+    rows = bench_rows(touched_ops(workspace, changed, gates=False) if timed is None else timed)
     tests = _launching(graph, kernels, [t.test for t in selection.tests])
     return CompilePlan(tuple(kernels), tests, tuple(rows), whole=False, declared=declarations(workspace.root, kernels),
                        imports=_imports(graph, kernels))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from mrbot.records import MrbotError
 from mrbot.records.testruns import Selection
+from mrbot.repo.ops import OpSpec
 from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack, usable_cores
 from mrbot.targets import TARGETS, parse_targets
@@ -24,10 +25,11 @@ DEFAULT_TIMEOUT = 900.0
 
 def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
-                   quiet: bool = False, home: Path | None = None, selection: Selection | None = None) -> CompileMatrix:
+                   quiet: bool = False, home: Path | None = None, selection: Selection | None = None,
+                   timed: list[OpSpec] | None = None) -> CompileMatrix:
     """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
-    `home`: the repository whose caches serve, where the workspace is a worktree of it; `selection`: the change's
-    tests where the caller has selected them already.
+    `home`: the repository whose caches serve, where the workspace is a worktree of it; `selection` and `timed`: the
+    change's tests and the ops it times, where the caller has found them already.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
@@ -45,7 +47,7 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
         raise MrbotError(f"--depth: expected auto, {QUICK}, {', '.join(DEPTHS)}; got {depth!r}")
     if jobs < 0 or timeout <= 0:
         raise MrbotError(f'--jobs must be 0 (all CPUs) or more and --timeout above 0, got {jobs} and {timeout:g}')
-    plan = plan_compile(workspace, changed, selection)
+    plan = plan_compile(workspace, changed, selection, timed)
     if not plan.kernels:
         return CompileMatrix(chosen, (), Capture((), (), (), (), 0.0), triton.__version__, 0, 0.0)
 

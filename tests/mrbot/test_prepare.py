@@ -335,13 +335,15 @@ def test_the_public_ops_a_kernel_change_reaches_are_named_benchmarked_or_not(pre
 
 
 def test_the_compile_stage_takes_the_tests_the_select_stage_found(prepared, monkeypatch):
-    """The kernels' launches are captured from the change's selection, not from a second walk of the imports."""
+    """The kernels' launches are captured from the change's selection and timed ops, not from a second walk of the
+    imports and the op declarations."""
     from mrbot.compile import plan
 
     found, again = [], []
     real = selection.select_change
     monkeypatch.setattr(prepare, 'select_change', lambda workspace, change: found.append(1) or real(workspace, change))
     monkeypatch.setattr(plan, 'select', lambda *args: again.append(args) or selection.select(*args))
+    monkeypatch.setattr(plan, 'touched_ops', lambda *args, **kwargs: again.append(args))
     _, _, record = prepared({'pkg/ops/scale/fused.py': FUSED.replace('* 2, mask', '* 3, mask')},
                             '[Scale] Triple in the fused kernel', '--no-tests', '--no-bench',
                             base={'pkg/ops/scale/__init__.py': EXPORTS, 'pkg/ops/scale/fused.py': FUSED})
