@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
-"""Backward of chunked KDA: the state-gradient pass, then two chunk-parallel kernels through the WY form.
+"""Backward of chunked KDA: the state-gradient pass, then three chunk-parallel kernels through the WY form.
 
 The forward keeps its cumulative log decay, the decayed scores `Aqk` and `M = (I + A)^-1`; the backward recomputes
 from them W, U, the states and the corrections `v_new = U - W S` rather than keeping those, then walks the chunks in
@@ -44,6 +44,7 @@ from fla.ops.kda.chunk_fwd import (
     chunk_place_rows,
     diagonal_blocks,
     key_block_tiles,
+    key_blocks,
     load_chunk_state,
     load_row,
     state_pass_blocks,
@@ -235,14 +236,49 @@ def chunk_kda_bwd_kernel_wy(
     tl.store(dbeta + o_row * HV + i_hv, b_dbeta, mask=m_t)
 
 
-# it adds to the partials of `bwd_wy` in place, so each config the tuner times must start from them again
+# they add to the partials of `bwd_wy` in place, so each config the tuner times must start from them again
 @autotune(CHUNK_CONFIGS, key=CHUNK_KEY, restore_value=['dk', 'dg', 'dbeta'])
 @triton.jit(do_not_specialize=['T'])
-def chunk_kda_bwd_kernel_intra(
-    q, k, gk, beta, v_new, h, dh, do, dA, dq, dk, dg, dbeta, chunk_rows, scale, T,
+def chunk_kda_bwd_kernel_intra_keys(
+    k, gk, beta, dA, dk, dg, dbeta, chunk_rows, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
+    IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """The gradient through A = diag(beta) Akk: into its left and right key factors and beta."""
+    i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
+    # [BT]
+    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
+    b_dbeta = tl.load(dbeta + o_row * HV + i_hv, mask=m_t, other=0)
+    # [BT, BT] the gradient of A, and diag(beta) dA, that of the decayed scores Akk themselves
+    b_dA = load_tile(dA, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
+    b_dA_beta = b_dA * b_beta[:, None]
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k, m_k, m_tk, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
+            k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
+        # [BT, BK] the gradient of the left factor k of A, and of its right factor
+        b_dk_left = decayed_rows(b_dA, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+                                 m_k, K, BT, BC, DOT_PRECISION)
+        b_dk_right = decayed_cols(b_dA_beta, b_k, b_g, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+                                  m_k, K, BT, BC, DOT_PRECISION)
+        b_kf = b_k.to(tl.float32)
+        o_tk = (o_row[:, None] * HV + i_hv) * K + o_k[None, :]
+        b_dk = tl.load(dk + o_tk, mask=m_tk, other=0) + b_beta[:, None] * b_dk_left + b_dk_right
+        b_dgk = tl.load(dg + o_tk, mask=m_tk, other=0) + b_kf * (b_beta[:, None] * b_dk_left - b_dk_right)
+        b_dbeta += tl.sum(b_kf * b_dk_left, axis=1)
+        tl.store(dk + o_tk, b_dk, mask=m_tk)
+        tl.store(dg + o_tk, b_dgk, mask=m_tk)
+    tl.store(dbeta + o_row * HV + i_hv, b_dbeta, mask=m_t)
+
+
+@autotune(CHUNK_CONFIGS, key=CHUNK_KEY, restore_value=['dk', 'dg'])
+@triton.jit(do_not_specialize=['T'])
+def chunk_kda_bwd_kernel_intra_scores(
+    q, k, gk, v_new, h, dh, do, dq, dk, dg, chunk_rows, scale, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
     BK: tl.constexpr, BV: tl.constexpr, IS_VARLEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
+    """The gradient through the decayed scores Aqk and the states: dq whole, the rest of dk, and the gradient of the
+    cumulative log decay turned into that of the per-step decay."""
     i_c, i_hv, i_h, row0, eos, o_t, o_row, m_t, m_tt = chunk_place_rows(chunk_rows, T, H, HV, BT, IS_VARLEN)
     # the chunk's last row, which carries the gradient of the decay over the whole chunk
     m_last = o_t == tl.minimum(eos - row0, BT) - 1
@@ -259,15 +295,10 @@ def chunk_kda_bwd_kernel_intra(
     # [BT] the diagonal apart, since its undecayed terms cancel exactly in the decay gradient (module docstring)
     b_dAqk_diag = tl.sum(tl.where(o_t[:, None] == o_t[None, :], b_dAqk, 0), axis=1) * scale
     b_dAqk = tl.where(o_t[:, None] > o_t[None, :], b_dAqk * scale, 0)
-    # [BT]
-    b_beta = tl.load(beta + o_row * HV + i_hv, mask=m_t, other=0)
-    b_dbeta = tl.load(dbeta + o_row * HV + i_hv, mask=m_t, other=0)
-    # [BT, BT] the gradient of A = diag(beta) Akk, and diag(beta) dA, that of the decayed scores Akk themselves
-    b_dA = load_tile(dA, o_row, i_hv, HV, BT, o_t, m_tt).to(tl.float32)
-    b_dA_beta = b_dA * b_beta[:, None]
     for i_k in range(tl.cdiv(K, BK)):
-        o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
-            q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
+        o_k, m_k, m_tk, b_k, b_g, b_gs, b_gd, diagonal_fits = key_block_tiles(
+            k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H, HV, K, BT, BC, BK)
+        b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
         # [BK]
         b_g_last = chunk_last_log_decay(gk, row0, eos, i_hv, HV, K, o_k, m_k, BT)
         b_dg_last = tl.zeros([BK], dtype=tl.float32)
@@ -289,31 +320,23 @@ def chunk_kda_bwd_kernel_intra(
         b_dq *= tl.exp(b_g) * scale
         b_dq += decayed_rows(b_dAqk, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k, m_k,
                              K, BT, BC, DOT_PRECISION)
-        b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
-        # [BT, BK] the gradient of the left factor k of A, and of the right factors k of A and of the scores
-        b_dk_left = decayed_rows(b_dA, b_k, b_g, b_gs, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
-                                 m_k, K, BT, BC, DOT_PRECISION)
-        b_dk_right = decayed_cols(b_dA_beta, b_k, b_g, b_gd, diagonal_fits, k, i_h, H, gk, i_hv, HV, row0, eos, o_k,
+        # [BT, BK] the gradient of the right factor k of the scores
+        b_dk_right = decayed_cols(b_dAqk, b_q, b_g, b_gd, diagonal_fits, q, i_h, H, gk, i_hv, HV, row0, eos, o_k,
                                   m_k, K, BT, BC, DOT_PRECISION)
-        b_dk_right += decayed_cols(b_dAqk, b_q, b_g, b_gd, diagonal_fits, q, i_h, H, gk, i_hv, HV, row0, eos, o_k,
-                                   m_k, K, BT, BC, DOT_PRECISION)
+        b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
         # [BT, BK] k_i e^(G_last - G_i), which carries the corrections into the next state
         b_k_decay = tl.exp(tl.where(m_tk, b_g_last[None, :] - b_g, float('-inf')))
         b_dk_state = b_dk_decayed * b_k_decay
         o_tk = (o_row[:, None] * HV + i_hv) * K + o_k[None, :]
-        b_dk = tl.load(dk + o_tk, mask=m_tk, other=0) + b_beta[:, None] * b_dk_left + b_dk_right + b_dk_state
-        b_dk += b_dAqk_diag[:, None] * b_qf
+        b_dk = tl.load(dk + o_tk, mask=m_tk, other=0) + b_dk_right + b_dk_state + b_dAqk_diag[:, None] * b_qf
         # the cumulative decay's gradient, less the last row's own state term that cancels exactly (module docstring)
         b_dg_state = tl.where(m_last[:, None], 0, b_kf * b_dk_state)
-        b_dgk = tl.load(dg + o_tk, mask=m_tk, other=0) + b_qf * b_dq
-        b_dgk += b_kf * (b_beta[:, None] * b_dk_left - b_dk_right) - b_dg_state
+        b_dgk = tl.load(dg + o_tk, mask=m_tk, other=0) + b_qf * b_dq - b_kf * b_dk_right - b_dg_state
         b_dg_last = b_dg_last * tl.exp(b_g_last) + tl.sum(b_dg_state, axis=0)
         b_dgk += tl.where(m_last[:, None], b_dg_last[None, :], 0)
-        b_dbeta += tl.sum(b_kf * b_dk_left, axis=1)
         tl.store(dq + o_tk, b_dq + b_dAqk_diag[:, None] * b_kf, mask=m_tk)
         tl.store(dk + o_tk, b_dk, mask=m_tk)
         tl.store(dg + o_tk, tl.cumsum(b_dgk, axis=0, reverse=True), mask=m_tk)
-    tl.store(dbeta + o_row * HV + i_hv, b_dbeta, mask=m_t)
 
 
 def chunk_kda_bwd_dh(
@@ -360,14 +383,21 @@ def chunk_kda_bwd_intra(
     dh: torch.Tensor, do: torch.Tensor, dA: torch.Tensor, dk: torch.Tensor, dg: torch.Tensor, dbeta: torch.Tensor,
     scale: float, layout: ChunkLayout,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk per value head and dg, dbeta, all float32; dk, dg and dbeta add to the partials of `bwd_wy` in place."""
+    """dq, dk per value head and dg, dbeta, all float32; dk, dg and dbeta add to the partials of `bwd_wy` in place.
+
+    Two kernels, so that no program holds more than two `[BT, BT]` score gradients beside its key block's tiles: the
+    keys' part through A, then the scores' and the states' part, which also sums the decay's gradient over the chunk."""
     B, T, H, K = q.shape
     HV, V = v_new.shape[2], v_new.shape[3]
+    varlen = layout.cu_seqlens is not None
+    chunk_kda_bwd_kernel_intra_keys[layout.grid(HV)](
+        k, gk, beta, dA, dk, dg, dbeta, layout.chunk_rows, T,
+        H=H, HV=HV, K=K, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=varlen, **key_blocks(K, q.dtype),
+    )
     dq = q.new_empty(B, T, HV, K, dtype=torch.float32)
-    chunk_kda_bwd_kernel_intra[layout.grid(HV)](
-        q, k, gk, beta, v_new, h, dh, do, dA, dq, dk, dg, dbeta, layout.chunk_rows, scale, T,
-        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=layout.cu_seqlens is not None,
-        **chunk_blocks(K, V, q.dtype),
+    chunk_kda_bwd_kernel_intra_scores[layout.grid(HV)](
+        q, k, gk, v_new, h, dh, do, dq, dk, dg, layout.chunk_rows, scale, T,
+        H=H, HV=HV, K=K, V=V, BT=CHUNK_SIZE, BC=SUB_CHUNK_SIZE, IS_VARLEN=varlen, **chunk_blocks(K, V, q.dtype),
     )
     return dq, dk, dg, dbeta
 

@@ -221,19 +221,18 @@ def sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV: tl.constexpr, K: 
 
 
 @triton.jit
-def key_block_tiles(q, k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H: tl.constexpr, HV: tl.constexpr,
+def key_block_tiles(k, gk, i_k, i_h, i_hv, row0, eos, o_row, m_t, H: tl.constexpr, HV: tl.constexpr,
                     K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr):
-    """Return `(o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits)`: key block `i_k` of a chunk as both
-    intra-chunk passes read it, its offsets and masks, the `[BT, BK]` tiles of q, k and the cumulative log decay, and
-    the log decays `sub_chunk_log_decay` and `sub_chunk_midpoint_log_decay` derive from it."""
+    """Return `(o_k, m_k, m_tk, b_k, b_g, b_gs, b_gd, diagonal_fits)`: key block `i_k` of a chunk as the intra-chunk
+    passes read it, its offsets and masks, the `[BT, BK]` tiles of k and the cumulative log decay, and the log decays
+    `sub_chunk_log_decay` and `sub_chunk_midpoint_log_decay` derive from it."""
     o_k, m_k = block_range(i_k, BK, K)
     m_tk = m_t[:, None] & m_k[None, :]
-    b_q = load_tile(q, o_row, i_h, H, K, o_k, m_tk)
     b_k = load_tile(k, o_row, i_h, H, K, o_k, m_tk)
     b_g = load_tile(gk, o_row, i_hv, HV, K, o_k, m_tk)
     b_gs = sub_chunk_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
     b_gd, diagonal_fits = sub_chunk_midpoint_log_decay(gk, b_g, row0, eos, i_hv, HV, K, o_k, m_k, BT, BC)
-    return o_k, m_k, m_tk, b_q, b_k, b_g, b_gs, b_gd, diagonal_fits
+    return o_k, m_k, m_tk, b_k, b_g, b_gs, b_gd, diagonal_fits
 
 
 @triton.jit
