@@ -20,6 +20,7 @@ from mrbot.repo.workspace import Workspace
 from mrbot.rules import all_rules, check_rule_ids, is_compile_rule
 from mrbot.selection import expand_paths
 from mrbot.stack import require_kernel_stack
+from mrbot.testing import local_gpu
 from mrbot.words import plural
 
 if TYPE_CHECKING:
@@ -101,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     check_rule_ids(workspace.config)
     root, config = workspace.root, workspace.config
     changed = _changed(args, root, config)
-    matrix = compile_change(workspace, changed, args.targets, args.depth, args.jobs, args.timeout)
+    gpu = local_gpu() if args.depth == 'binary' else None
+    matrix = compile_change(workspace, changed, args.targets, args.depth, args.jobs, args.timeout,
+                            gpu_arch=gpu.arch if gpu else None)
     if not matrix.reached:
         print('mrbot compile: no kernel is reached by the change; nothing to compile')
         return 0
@@ -144,7 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--depth', default='auto',
                         help='how far to compile every launch for every target: ttgir (errors and shared memory), '
                              'llir (the whole lowering to LLVM), sass (also registers and spills, through ptxas), '
-                             "binary (Triton's whole compile, into its cache: warms it for a GPU of the target); auto "
+                             "binary (Triton's whole compile, into its cache: warms it for a GPU of the target, and "
+                             'beside such a GPU the tests see it while their launches are captured); auto '
                              '(default): every config for the first target, the benchmarked ones through ptxas, and '
                              "each specialization's first config for the other targets, all through ttgir; quick "
                              "(mrbot check's): what the cache holds, and of the rest each code path's smallest and "

@@ -4,13 +4,14 @@
 
 Loaded into a pytest process as a plugin (or run as a script over benchmark rows), with `TRITON_INTERPRET=0` and no
 GPU, it puts a stand-in driver in front of Triton once the test modules are imported (so that a library asking Triton
-for its device at import still sees none) and sets Triton's `jit_cache_hook`. Every launch then goes through
-Triton's own argument specialization (pointer dtypes, integer widths, integers equal to 1, 16-byte divisibility,
-`do_not_specialize`, heuristics) up to the point of compiling, where the hook records Triton's serialized
-specialization and tells Triton to skip the compile; nothing runs, so outputs are garbage and test results
-meaningless, but every launch the code makes on the way is seen. An autotuned kernel is launched once per config
-that Triton's pruning keeps (never timed; pre-hooks are noted, not run). Each process appends what it saw to
-`launches-<pid>.jsonl` in MRBOT_CAPTURE_DIR.
+for its device at import still sees none) and sets Triton's `jit_cache_hook`. On a GPU machine that compiles ahead for
+its own test run (MRBOT_CAPTURE_ON_GPU=1) the tests keep the GPU and Triton its driver, so that they take the paths
+they will take when they run. Every launch then goes through Triton's own argument specialization (pointer dtypes,
+integer widths, integers equal to 1, 16-byte divisibility, `do_not_specialize`, heuristics) up to the point of
+compiling, where the hook records Triton's serialized specialization and tells Triton to skip the compile; nothing
+runs, so outputs are garbage and test results meaningless, but every launch the code makes on the way is seen. An
+autotuned kernel is launched once per config that Triton's pruning keeps (never timed; pre-hooks are noted, not run).
+Each process appends what it saw to `launches-<pid>.jsonl` in MRBOT_CAPTURE_DIR.
 
 It imports only the standard library until the first launch (`mrbot compile` loads a copy of it by file, like the
 coverage plugin), so the tested repository's own `mrbot`, if any, cannot stand in for it.
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 DIR_VARIABLE = 'MRBOT_CAPTURE_DIR'
+# Set to 1: the process sees a GPU, and keeps it and Triton's driver.
+ON_GPU_VARIABLE = 'MRBOT_CAPTURE_ON_GPU'
 # Seconds each test may run under capture ([tool.mrbot] compile-test-seconds).
 SECONDS_VARIABLE = 'MRBOT_CAPTURE_TEST_SECONDS'
 # How the benchmark script starts the line of a row that raised.
@@ -121,9 +124,10 @@ _BACKEND_DEFAULTS: dict = {}
 def _defaults() -> dict:
     if not _BACKEND_DEFAULTS:
         from triton.compiler import make_backend
+        from triton.runtime import driver
 
         # through JSON, as the launch's own options come, so that tuples compare equal to lists
-        options = make_backend(_StandInDriver().target).parse_options({}).__dict__
+        options = make_backend(driver.active.get_current_target()).parse_options({}).__dict__
         _BACKEND_DEFAULTS.update(json.loads(json.dumps(options, default=str)))
     return _BACKEND_DEFAULTS
 
@@ -196,8 +200,9 @@ def install() -> None:
     from triton.runtime import driver
     from triton.runtime.autotuner import Autotuner
 
-    _cuda_on_cpu()
-    driver.set_active(_StandInDriver())
+    if os.environ.get(ON_GPU_VARIABLE) != '1':
+        _cuda_on_cpu()
+        driver.set_active(_StandInDriver())
     triton.knobs.runtime.jit_cache_hook = _record
     Autotuner.run = _autotuned_run
     _installed = True

@@ -164,8 +164,14 @@ def compile_environment() -> dict[str, str]:
     return env
 
 
-def _environment(folder: Path, jobs: int) -> dict[str, str]:
+def _environment(folder: Path, jobs: int, gpu_arch: int | None = None) -> dict[str, str]:
     env = {**compile_environment(), capture.DIR_VARIABLE: str(folder)}
+    if gpu_arch is not None:
+        # a compile-ahead for this machine's test run: its tests see the GPU, as they will when they run
+        env[capture.ON_GPU_VARIABLE] = '1'
+        del env['CUDA_VISIBLE_DEVICES']
+        if 'CUDA_VISIBLE_DEVICES' in os.environ:
+            env['CUDA_VISIBLE_DEVICES'] = os.environ['CUDA_VISIBLE_DEVICES']
     # the cores are shared out as processes already; torch's own threads on top of that (one per core each) only
     # contend: 16 processes of 16 threads on a 16-core machine
     env.setdefault('OMP_NUM_THREADS', str(max(1, usable_cores() // max(1, jobs))))
@@ -396,7 +402,7 @@ def _cached(folder: Path, unit: _Unit) -> dict | None:
 
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
                      use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None,
-                     home: Path | None = None) -> Capture:
+                     home: Path | None = None, gpu_arch: int | None = None) -> Capture:
     """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
     test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
 
@@ -405,12 +411,17 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     nothing twice, and a run that was stopped resumes where it was. A tree changed since only in the bodies of jit
     functions captures nothing either: the stored launches stand, and the kernels of the files that import a changed
     one (`imports`: each kernel file with the files it imports) get source hashes of their own.
+
+    GPUs are hidden from the processes, so that every machine captures alike, unless `gpu_arch` names the GPU of this
+    machine: then the tests see it, as its own test run will (a test skipped without a GPU runs, a branch that asks
+    for the device's properties takes its answer), and the capture is stored apart from the hidden one.
     """
     start = time.monotonic()
     state = _tree_state(root, test_seconds)
-    tree = state.key
+    tree = state.key if gpu_arch is None else f'{state.key}\0sm_{gpu_arch}'
     logs, stored = state_dir(root, 'compile', 'capture'), state_dir(home or root, 'cache', 'capture')
-    memory = _memory_share(jobs)
+    # a CUDA context maps far more than the tests' data: a cap meant for tests on the CPU would stop it starting
+    memory = _memory_share(jobs) if gpu_arch is None else 0
     processes = _Processes()
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:
         folder = Path(scratch)
@@ -418,7 +429,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
         plugin = folder / f'{PLUGIN}.py'
         # --maxfail=0 after the repository's own options: a -x there would end the file at its first garbage result
         units = [_Unit(test, [sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider', '--maxfail=0'],
-                       {**_environment(folder / str(number), jobs), **loading,
+                       {**_environment(folder / str(number), jobs, gpu_arch), **loading,
                         capture.SECONDS_VARIABLE: str(test_seconds)},
                        memory, hashlib.sha256(f'{tree}\0{test}'.encode()).hexdigest())
                  for number, test in enumerate(tests)]
@@ -426,7 +437,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             rows_file = folder / 'rows.json'
             rows_file.write_text(json.dumps(rows), encoding='utf-8')
             units.append(_Unit('benchmark rows', [sys.executable, str(plugin), str(BENCH_WORKER), str(rows_file)],
-                               _environment(folder / 'rows', jobs), memory,
+                               _environment(folder / 'rows', jobs, gpu_arch), memory,
                                hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
 
         def run_unit(unit: _Unit) -> tuple[dict, bool]:

@@ -26,10 +26,11 @@ DEFAULT_TIMEOUT = 900.0
 def compile_change(workspace: Workspace, changed: list[str] | None, targets: str | None = None,
                    depth: str = 'auto', jobs: int = 0, timeout: float = DEFAULT_TIMEOUT,
                    quiet: bool = False, home: Path | None = None, selection: Selection | None = None,
-                   timed: list[OpSpec] | None = None) -> CompileMatrix:
+                   timed: list[OpSpec] | None = None, gpu_arch: int | None = None) -> CompileMatrix:
     """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
     `home`: the repository whose caches serve, where the workspace is a worktree of it; `selection` and `timed`: the
-    change's tests and the ops it times, where the caller has found them already.
+    change's tests and the ops it times, where the caller has found them already; `gpu_arch`: this machine's GPU,
+    which the tests see while their launches are captured where it is one of the targets.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
@@ -56,15 +57,17 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
             print(f'mrbot compile: {line}', file=sys.stderr, flush=True)
 
     return build_matrix(workspace.root, plan, chosen, depth, jobs or usable_cores(), timeout,
-                        config.compile_test_seconds, say, home=home)
+                        config.compile_test_seconds, say, home=home,
+                        gpu_arch=gpu_arch if any(target.arch == gpu_arch for target in chosen) else None)
 
 
 def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
     """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on every core this process may use, so
     that the test processes that follow load binaries instead of each compiling its own; the one line that says how.
 
-    The launches are captured as `mrbot compile` captures them; a launch that does not compile here is compiled again,
-    and reported, by the test that makes it."""
+    The launches are captured as `mrbot compile` captures them, but with the GPU in view of the tests, so that those
+    skipped where there is none (a GPU-only shape) are compiled too; a launch that does not compile here is compiled
+    again, and reported, by the test that makes it."""
     from mrbot.compile.matrix import build_matrix
     from mrbot.compile.plan import CompilePlan, declarations, kernels_of
 
@@ -75,7 +78,7 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
     plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
     jobs = usable_cores()
     matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
-                          workspace.config.compile_test_seconds)
+                          workspace.config.compile_test_seconds, gpu_arch=arch)
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
     return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
             f'{matrix.seconds:.0f} s, {jobs} at a time')

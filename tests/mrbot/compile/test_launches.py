@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+import torch
 
 from mrbot.compile.launches import Launch, capture_launches
 
@@ -138,3 +139,39 @@ def test_an_edit_in_a_kernels_body_reuses_the_capture_and_changes_that_kernel_al
     # an edit of the code around the kernels captures again
     repo.write({'lib/kernels.py': edited.replace('BLOCK=64)', 'BLOCK=32)')})
     assert not _capture(repo).cached
+
+
+GPU_ONLY_TESTS = HEADER + textwrap.dedent('''
+    import pytest
+    import torch
+
+    from lib.kernels import scale
+
+
+    @pytest.mark.skipif(not torch.cuda.is_available(), reason='a GPU-only shape')
+    def test_scale_on_a_gpu():
+        scale(torch.ones(4096, device='cuda'), 2.0)
+''')
+
+
+def test_a_capture_beside_the_gpu_is_not_served_from_the_capture_without_it(repo):
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_kernels.py': TESTS})
+    assert _capture(repo).launches
+    beside = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
+                              gpu_arch=90)
+    # where there is no GPU the tests cannot launch at all; where there is one they launch on it: either way not the
+    # hidden capture's stored answer
+    assert not beside.cached
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='captures beside a GPU')
+def test_a_compile_ahead_captures_the_tests_that_skip_without_a_gpu(repo):
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_gpu.py': GPU_ONLY_TESTS})
+    hidden = capture_launches(repo.root, ['tests/test_gpu.py'], [], timeout=300, jobs=1, test_seconds=60)
+    assert hidden.launches == ()
+    major, minor = torch.cuda.get_device_capability()
+    beside = capture_launches(repo.root, ['tests/test_gpu.py'], [], timeout=300, jobs=1, test_seconds=60,
+                              gpu_arch=major * 10 + minor)
+    assert beside.problems == ()
+    assert [(launch.kernel, launch.origins) for launch in beside.launches] == [
+        ('scale_kernel', ('tests/test_gpu.py::test_scale_on_a_gpu',))]
