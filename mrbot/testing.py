@@ -197,9 +197,6 @@ def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
     env = dict(os.environ)
     if interpret:
         env['TRITON_INTERPRET'] = '1'
-    else:
-        # the processes on one GPU share each autotune key's timings through Triton's cache instead of each timing it
-        env.setdefault('TRITON_CACHE_AUTOTUNING', '1')
     if _DISPATCH[dispatch] is not None:
         env[_DISPATCH_VARIABLE] = _DISPATCH[dispatch]
     return env

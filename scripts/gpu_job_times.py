@@ -223,8 +223,6 @@ def profiled_gate(python: str, checkout: Path, env: dict[str, str], name: str, l
                   user: dict) -> tuple[float, list]:
     """The simple GLA gate as the job runs it (12 workers), under scripts/gate_profile.py, which writes its lines to
     env's GATE_PROFILE; the log and the summary go to $OUT as NAME.log and NAME.md."""
-    # the processes share autotune timings through Triton's cache, as those of mrbot's compiled test runs do
-    env = {'TRITON_CACHE_AUTOTUNING': '1', **env}
     seconds, lines = timed([python, '-m', 'pytest', 'tests/ops/test_simple_gla.py', '-n', '12', '-q', '-p',
                             'no:cacheprovider', '-p', 'gate_profile'], checkout, env, OUT / f'{name}.log', limit, user)
     summary = subprocess.run([sys.executable, str(checkout / 'scripts' / 'gate_profile.py'), env['GATE_PROFILE']],

@@ -306,21 +306,18 @@ from pathlib import Path
 
 
 def test_environment():
-    names = ('TRITON_INTERPRET', 'FLA_DISABLE_BACKEND_DISPATCH', 'TRITON_CACHE_AUTOTUNING')
+    names = ('TRITON_INTERPRET', 'FLA_DISABLE_BACKEND_DISPATCH')
     Path(__file__).with_name('env.json').write_text(json.dumps({name: os.environ.get(name) for name in names}))
 '''
 
 
 @pytest.mark.parametrize(('dispatch', 'interpret', 'expected'), [
-    ('off', True, {'TRITON_INTERPRET': '1', 'FLA_DISABLE_BACKEND_DISPATCH': '1', 'TRITON_CACHE_AUTOTUNING': None}),
-    ('on', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': '0', 'TRITON_CACHE_AUTOTUNING': '1'}),
-    ('default', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': 'inherited',
-                        'TRITON_CACHE_AUTOTUNING': '1'}),
+    ('off', True, {'TRITON_INTERPRET': '1', 'FLA_DISABLE_BACKEND_DISPATCH': '1'}),
+    ('on', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': '0'}),
+    ('default', False, {'TRITON_INTERPRET': None, 'FLA_DISABLE_BACKEND_DISPATCH': 'inherited'}),
 ])
 def test_interpreter_and_dispatch_reach_the_tests(tmp_path, monkeypatch, dispatch, interpret, expected):
-    # compiled, the test processes keep each autotune key's timings in Triton's cache for the others
     monkeypatch.delenv('TRITON_INTERPRET', raising=False)
-    monkeypatch.delenv('TRITON_CACHE_AUTOTUNING', raising=False)
     monkeypatch.setenv('FLA_DISABLE_BACKEND_DISPATCH', 'inherited')
     _write(tmp_path, {'test_env.py': ENV_PROBE})
     [run] = execute(['test_env.py'], tmp_path, jobs=1, timeout=TIMEOUT, dispatch=dispatch, interpret=interpret)
