@@ -191,14 +191,17 @@ def processes_per_test_file(requested: int, flag: str) -> int:
     return max(1, min(usable_cores() * 3 // 4, gpu.memory_bytes // GPU_MEMORY_PER_WORKER))
 
 
-def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
+def dispatch_variables(dispatch: str) -> dict[str, str]:
+    """The variables a test process of the `dispatch` mode runs with, beyond those it inherits."""
     if dispatch not in _DISPATCH:
         raise MrbotError(f"unknown dispatch mode '{dispatch}': expected one of {', '.join(_DISPATCH)}")
-    env = dict(os.environ)
+    return {_DISPATCH_VARIABLE: _DISPATCH[dispatch]} if _DISPATCH[dispatch] is not None else {}
+
+
+def _environment(dispatch: str, interpret: bool) -> dict[str, str]:
+    env = {**os.environ, **dispatch_variables(dispatch)}
     if interpret:
         env['TRITON_INTERPRET'] = '1'
-    if _DISPATCH[dispatch] is not None:
-        env[_DISPATCH_VARIABLE] = _DISPATCH[dispatch]
     return env
 
 

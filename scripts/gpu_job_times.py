@@ -258,16 +258,17 @@ def gate_cache(limit: float) -> dict:
     repo = folder / 'repo'
     subprocess.run(['git', 'clone', '-q', str(Path.cwd()), str(repo)], check=True)
     subprocess.run(['git', 'apply', 'examples/demo-change.patch'], cwd=repo, check=True)
+    # the gate's dispatch mode, off, as `mrbot bench` runs it
     env = {**os.environ, 'TRITON_CACHE_DIR': f'{temp}/triton-cache', 'PYTHONPATH': f'{repo}:{repo}/scripts',
-           'GATE_PROFILE': f'{temp}/gate-profile', 'PYTHONUNBUFFERED': '1'}
+           'GATE_PROFILE': f'{temp}/gate-profile', 'PYTHONUNBUFFERED': '1', 'FLA_DISABLE_BACKEND_DISPATCH': '1'}
     env.pop('TRITON_CACHE_MANAGER', None)
     log = OUT / 'gate-cache.log'
     start = time.monotonic()
     ahead, lines = timed([sys.executable, '-c', 'from pathlib import Path; from mrbot.repo.workspace import Workspace; '
-                          'from mrbot.compile.stage import warm_kernel_cache; '
-                          'from mrbot.testing import local_gpu; '
+                          'from mrbot.compile.launches import GpuRun; from mrbot.compile.stage import warm_kernel_cache; '
+                          'from mrbot.testing import dispatch_variables, local_gpu; '
                           "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], "
-                          'local_gpu().arch))'],
+                          "GpuRun(local_gpu().arch, tuple(dispatch_variables('off').items()))))"],
                          repo, env, log, limit, {})
     tests, lines = profiled_gate(sys.executable, repo, env, 'gate-cache', limit, {})
     return record('gate-cache', 'warm_kernel_cache, then pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile',

@@ -27,7 +27,14 @@ from mrbot.records.testruns import FileRun
 from mrbot.repo.ops import OpSpec, count_of, op_folder
 from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
-from mrbot.testing import device_label, execute_with_progress, local_gpu, processes_per_test_file, xdist_args
+from mrbot.testing import (
+    device_label,
+    dispatch_variables,
+    execute_with_progress,
+    local_gpu,
+    processes_per_test_file,
+    xdist_args,
+)
 from mrbot.words import plural
 
 DEFAULT_MIN_EFFECT = 0.02
@@ -118,10 +125,12 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     interpret = not device.startswith('compiled')
     gpu = None if interpret else local_gpu()
     if gpu is not None and missing and reusable:
+        from mrbot.compile.launches import GpuRun
         from mrbot.compile.stage import warm_kernel_cache
 
         try:
-            warmed = warm_kernel_cache(workspace, missing, gpu.arch)
+            warmed = warm_kernel_cache(workspace, missing,
+                                       GpuRun(gpu.arch, tuple(dispatch_variables(request.dispatch).items())))
         except Exception as error:  # noqa: BLE001 - a speed-up only: each test compiles what it launches all the same
             warmed = f'kernels not compiled ahead ({type(error).__name__}: {error}); the tests compile them'
         if warmed:

@@ -196,11 +196,13 @@ def install() -> None:
     global _installed
     if _installed:
         return
+    import torch
     import triton
     from triton.runtime import driver
     from triton.runtime.autotuner import Autotuner
 
-    if os.environ.get(ON_GPU_VARIABLE) != '1':
+    # beside a GPU only where torch sees one: elsewhere the launches are captured as without it
+    if os.environ.get(ON_GPU_VARIABLE) != '1' or not torch.cuda.is_available():
         _cuda_on_cpu()
         driver.set_active(_StandInDriver())
     triton.knobs.runtime.jit_cache_hook = _record

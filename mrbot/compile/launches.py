@@ -164,11 +164,21 @@ def compile_environment() -> dict[str, str]:
     return env
 
 
-def _environment(folder: Path, jobs: int, gpu_arch: int | None = None) -> dict[str, str]:
+@dataclass(frozen=True)
+class GpuRun:
+    """The test run on this machine's GPU that a capture prepares: the GPU's compute capability as a number (90), and
+    the variables the tests will run with (the dispatch mode's)."""
+
+    arch: int
+    variables: tuple[tuple[str, str], ...] = ()
+
+
+def _environment(folder: Path, jobs: int, gpu_run: GpuRun | None = None) -> dict[str, str]:
     env = {**compile_environment(), capture.DIR_VARIABLE: str(folder)}
-    if gpu_arch is not None:
-        # a compile-ahead for this machine's test run: its tests see the GPU, as they will when they run
-        env[capture.ON_GPU_VARIABLE] = '1'
+    env.pop(capture.ON_GPU_VARIABLE, None)
+    if gpu_run is not None:
+        # the tests see the GPU, and run with its run's variables, as they will when they run
+        env.update({capture.ON_GPU_VARIABLE: '1', **dict(gpu_run.variables)})
         del env['CUDA_VISIBLE_DEVICES']
         if 'CUDA_VISIBLE_DEVICES' in os.environ:
             env['CUDA_VISIBLE_DEVICES'] = os.environ['CUDA_VISIBLE_DEVICES']
@@ -402,7 +412,7 @@ def _cached(folder: Path, unit: _Unit) -> dict | None:
 
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
                      use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None,
-                     home: Path | None = None, gpu_arch: int | None = None) -> Capture:
+                     home: Path | None = None, gpu_run: GpuRun | None = None) -> Capture:
     """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
     test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
 
@@ -412,16 +422,18 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     functions captures nothing either: the stored launches stand, and the kernels of the files that import a changed
     one (`imports`: each kernel file with the files it imports) get source hashes of their own.
 
-    GPUs are hidden from the processes, so that every machine captures alike, unless `gpu_arch` names the GPU of this
-    machine: then the tests see it, as its own test run will (a test skipped without a GPU runs, a branch that asks
-    for the device's properties takes its answer), and the capture is stored apart from the hidden one.
+    GPUs are hidden from the processes, so that every machine captures alike, unless `gpu_run` is the test run on this
+    machine's GPU that the capture prepares: then the tests see the GPU and that run's variables, as they will when
+    they run (a test skipped without a GPU runs, a branch that asks for the device's properties takes its answer), and
+    the capture is stored apart from the hidden ones.
     """
     start = time.monotonic()
     state = _tree_state(root, test_seconds)
-    tree = state.key if gpu_arch is None else f'{state.key}\0sm_{gpu_arch}'
-    logs, stored = state_dir(root, 'compile', 'capture'), state_dir(home or root, 'cache', 'capture')
+    tree = state.key if gpu_run is None else f'{state.key}\0{json.dumps(gpu_run.variables)}'
+    stored = state_dir(home or root, 'cache', 'capture' if gpu_run is None else f'capture-sm_{gpu_run.arch}')
+    logs = state_dir(root, 'compile', 'capture')
     # a CUDA context maps far more than the tests' data: a cap meant for tests on the CPU would stop it starting
-    memory = _memory_share(jobs) if gpu_arch is None else 0
+    memory = _memory_share(jobs) if gpu_run is None else 0
     processes = _Processes()
     with tempfile.TemporaryDirectory(prefix='mrbot-capture-') as scratch:
         folder = Path(scratch)
@@ -429,7 +441,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
         plugin = folder / f'{PLUGIN}.py'
         # --maxfail=0 after the repository's own options: a -x there would end the file at its first garbage result
         units = [_Unit(test, [sys.executable, '-m', 'pytest', test, '-q', '-p', 'no:cacheprovider', '--maxfail=0'],
-                       {**_environment(folder / str(number), jobs, gpu_arch), **loading,
+                       {**_environment(folder / str(number), jobs, gpu_run), **loading,
                         capture.SECONDS_VARIABLE: str(test_seconds)},
                        memory, hashlib.sha256(f'{tree}\0{test}'.encode()).hexdigest())
                  for number, test in enumerate(tests)]
@@ -437,7 +449,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             rows_file = folder / 'rows.json'
             rows_file.write_text(json.dumps(rows), encoding='utf-8')
             units.append(_Unit('benchmark rows', [sys.executable, str(plugin), str(BENCH_WORKER), str(rows_file)],
-                               _environment(folder / 'rows', jobs, gpu_arch), memory,
+                               _environment(folder / 'rows', jobs, gpu_run), memory,
                                hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
 
         def run_unit(unit: _Unit) -> tuple[dict, bool]:

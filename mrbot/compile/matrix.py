@@ -29,7 +29,7 @@ import triton
 
 from mrbot.compile import BLOCK_SIZE_NAME
 from mrbot.compile import worker as worker_module
-from mrbot.compile.launches import Capture, Launch, capture_launches, compile_environment
+from mrbot.compile.launches import Capture, GpuRun, Launch, capture_launches, compile_environment
 from mrbot.compile.plan import CompilePlan
 from mrbot.compile.processes import SERVER_IDLE_S, SERVER_SWITCH, Worker, server_address, start_server
 from mrbot.config import state_dir, write_whole
@@ -326,18 +326,18 @@ def _unavailable(launch: Launch, depth: str, declared: dict[str, tuple[str, ...]
 
 def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], depth: str, jobs: int, timeout: float,
                  test_seconds: int, progress: Callable[[str], None] | None = None,
-                 use_cache: bool = True, home: Path | None = None, gpu_arch: int | None = None) -> CompileMatrix:
+                 use_cache: bool = True, home: Path | None = None, gpu_run: GpuRun | None = None) -> CompileMatrix:
     """Capture the launches of the plan's tests and benchmark rows, keep those of its kernels, and compile each for
     every target. `home` is the repository whose caches are used where `root` is a worktree of it: the caches are keyed
-    by what was compiled, so the worktrees of a loop's tries share them. `gpu_arch` names this machine's GPU where the
-    tests should see it while their launches are captured (`capture_launches`)."""
+    by what was compiled, so the worktrees of a loop's tries share them. `gpu_run`: the test run on this machine's GPU
+    that the capture prepares, where there is one (`capture_launches`)."""
     start = time.monotonic()
     say = progress or (lambda _: None)
     # read before the repository's tests run, so that they cannot write what this run believes
     cache = load_cache(home or root) if use_cache else {}
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
     capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
-                               dict(plan.imports), home, gpu_arch)
+                               dict(plan.imports), home, gpu_run)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
     launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     declared = dict(plan.declared)

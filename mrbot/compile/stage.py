@@ -18,6 +18,7 @@ from mrbot.targets import TARGETS, parse_targets
 from mrbot.words import plural
 
 if TYPE_CHECKING:
+    from mrbot.compile.launches import GpuRun
     from mrbot.compile.matrix import CompileMatrix
 
 DEFAULT_TIMEOUT = 900.0
@@ -30,14 +31,14 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
     """The matrix of the kernels the `changed` paths reach (None: every kernel); one of no cells when they reach none.
     `home`: the repository whose caches serve, where the workspace is a worktree of it; `selection` and `timed`: the
     change's tests and the ops it times, where the caller has found them already; `gpu_arch`: this machine's GPU,
-    which the tests see while their launches are captured where it is one of the targets.
+    which the tests see while their launches are captured where it is the only target.
 
     `targets` is a comma-separated list (default: `[tool.mrbot] compile-targets`); progress goes to stderr.
     """
     require_kernel_stack('compiling the kernels')
     import triton
 
-    from mrbot.compile.launches import Capture
+    from mrbot.compile.launches import Capture, GpuRun
     from mrbot.compile.matrix import DEPTHS, QUICK, CompileMatrix, build_matrix
     from mrbot.compile.plan import plan_compile
 
@@ -58,12 +59,13 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
 
     return build_matrix(workspace.root, plan, chosen, depth, jobs or usable_cores(), timeout,
                         config.compile_test_seconds, say, home=home,
-                        gpu_arch=gpu_arch if any(target.arch == gpu_arch for target in chosen) else None)
+                        gpu_run=GpuRun(gpu_arch) if all(target.arch == gpu_arch for target in chosen) else None)
 
 
-def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
-    """Compile every kernel launch of `tests` for the GPU of `arch` into Triton's cache, on every core this process may use, so
-    that the test processes that follow load binaries instead of each compiling its own; the one line that says how.
+def warm_kernel_cache(workspace: Workspace, tests: list[str], gpu_run: GpuRun) -> str:
+    """Compile every kernel launch of `tests` for this machine's GPU into Triton's cache, on every core this process may
+    use, so that the test processes of `gpu_run` that follow load binaries instead of each compiling its own; the one
+    line that says how.
 
     The launches are captured as `mrbot compile` captures them, but with the GPU in view of the tests, so that those
     skipped where there is none (a GPU-only shape) are compiled too; a launch that does not compile here is compiled
@@ -71,14 +73,14 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int) -> str:
     from mrbot.compile.matrix import build_matrix
     from mrbot.compile.plan import CompilePlan, declarations, kernels_of
 
-    target = next((t for t in TARGETS.values() if t.arch == arch), None)
+    target = next((t for t in TARGETS.values() if t.arch == gpu_run.arch), None)
     if target is None or not tests:
         return ''
     kernels = kernels_of(workspace.graph.index, workspace.config)
     plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
     jobs = usable_cores()
     matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
-                          workspace.config.compile_test_seconds, gpu_arch=arch)
+                          workspace.config.compile_test_seconds, gpu_run=gpu_run)
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
     return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
             f'{matrix.seconds:.0f} s, {jobs} at a time')

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import torch
 
-from mrbot.compile.launches import Launch, capture_launches
+from mrbot.compile.launches import GpuRun, Launch, capture_launches
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 KERNELS = HEADER + textwrap.dedent('''
@@ -158,10 +158,9 @@ def test_a_capture_beside_the_gpu_is_not_served_from_the_capture_without_it(repo
     repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_kernels.py': TESTS})
     assert _capture(repo).launches
     beside = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
-                              gpu_arch=90)
-    # where there is no GPU the tests cannot launch at all; where there is one they launch on it: either way not the
-    # hidden capture's stored answer
-    assert not beside.cached
+                              gpu_run=GpuRun(90, (('LIB_DISPATCH', '0'),)))
+    # where torch sees no GPU the launches are captured as without one, but not served from the hidden capture's store
+    assert not beside.cached and beside.launches == _capture(repo).launches
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='captures beside a GPU')
@@ -171,7 +170,7 @@ def test_a_compile_ahead_captures_the_tests_that_skip_without_a_gpu(repo):
     assert hidden.launches == ()
     major, minor = torch.cuda.get_device_capability()
     beside = capture_launches(repo.root, ['tests/test_gpu.py'], [], timeout=300, jobs=1, test_seconds=60,
-                              gpu_arch=major * 10 + minor)
+                              gpu_run=GpuRun(major * 10 + minor))
     assert beside.problems == ()
     assert [(launch.kernel, launch.origins) for launch in beside.launches] == [
         ('scale_kernel', ('tests/test_gpu.py::test_scale_on_a_gpu',))]
