@@ -49,6 +49,7 @@ from mrbot.testing import (
     check_timeout,
     device_label,
     execute_with_progress,
+    local_gpu,
     plugin_environment,
     processes_per_test_file,
     shell_command,
@@ -274,6 +275,12 @@ def test_stage(workspace: Workspace, reach: Reach | None, options: PrepareOption
     # on a GPU one file at a time, its tests spread over processes; on CPU the files side by side, one process each
     # unless asked otherwise
     workers = processes_per_test_file(options.test_workers, '--test-workers')
+    gpu = local_gpu() if on_gpu else None
+    if gpu is not None:
+        from mrbot.compile.stage import warm_kernel_cache
+
+        if warmed := warm_kernel_cache(workspace, targets, gpu.arch, 'off'):
+            say(f'tests: {warmed}', options.quiet)
     try:
         files = execute_with_progress(targets, root, 1 if on_gpu else usable_cores(), options.test_timeout, 'off',
                                       quiet=options.quiet, interpret=not on_gpu,

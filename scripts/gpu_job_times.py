@@ -265,10 +265,10 @@ def gate_cache(limit: float) -> dict:
     log = OUT / 'gate-cache.log'
     start = time.monotonic()
     ahead, lines = timed([sys.executable, '-c', 'from pathlib import Path; from mrbot.repo.workspace import Workspace; '
-                          'from mrbot.compile.launches import GpuRun; from mrbot.compile.stage import warm_kernel_cache; '
-                          'from mrbot.testing import dispatch_variables, local_gpu; '
+                          'from mrbot.compile.stage import warm_kernel_cache; '
+                          'from mrbot.testing import local_gpu; '
                           "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], "
-                          "GpuRun(local_gpu().arch, tuple(dispatch_variables('off').items()))))"],
+                          "local_gpu().arch, 'off'))"],
                          repo, env, log, limit, {})
     tests, lines = profiled_gate(sys.executable, repo, env, 'gate-cache', limit, {})
     return record('gate-cache', 'warm_kernel_cache, then pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile',

@@ -29,7 +29,6 @@ from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
 from mrbot.testing import (
     device_label,
-    dispatch_variables,
     execute_with_progress,
     local_gpu,
     processes_per_test_file,
@@ -125,14 +124,9 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     interpret = not device.startswith('compiled')
     gpu = None if interpret else local_gpu()
     if gpu is not None and missing and reusable:
-        from mrbot.compile.launches import GpuRun
         from mrbot.compile.stage import warm_kernel_cache
 
-        try:
-            warmed = warm_kernel_cache(workspace, missing,
-                                       GpuRun(gpu.arch, tuple(dispatch_variables(request.dispatch).items())))
-        except Exception as error:  # noqa: BLE001 - a speed-up only: each test compiles what it launches all the same
-            warmed = f'kernels not compiled ahead ({type(error).__name__}: {error}); the tests compile them'
+        warmed = warm_kernel_cache(workspace, missing, gpu.arch, request.dispatch)
         if warmed:
             say(f'gate: {warmed}', quiet)
     runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,

@@ -21,6 +21,7 @@ from mrbot.testing import (
     device_label,
     execute_with_progress,
     finished_files,
+    local_gpu,
     processes_per_test_file,
     test_targets,
     xdist_args,
@@ -104,8 +105,14 @@ def run(args: argparse.Namespace) -> int:
     say(f"running {plural(len(targets), 'test target')} x {plural(len(modes), 'dispatch mode')}, {jobs} at a time"
         + (f', {workers} processes each' if workers > 1 else '') + f' ({device})', args.quiet)
     files: list[FileRun] = []
+    gpu = local_gpu() if device.startswith('compiled') else None
     try:
         for mode in modes:
+            if gpu is not None:
+                from mrbot.compile.stage import warm_kernel_cache
+
+                if warmed := warm_kernel_cache(workspace, targets, gpu.arch, mode):
+                    say(f'tests, dispatch {mode}: {warmed}', args.quiet)
             files += execute_with_progress(targets, root, jobs, args.timeout, mode, quiet=args.quiet,
                                            title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'),
                                            pytest_args=xdist_args(workers, '--workers'))

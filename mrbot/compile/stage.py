@@ -18,7 +18,6 @@ from mrbot.targets import TARGETS, parse_targets
 from mrbot.words import plural
 
 if TYPE_CHECKING:
-    from mrbot.compile.launches import GpuRun
     from mrbot.compile.matrix import CompileMatrix
 
 DEFAULT_TIMEOUT = 900.0
@@ -62,25 +61,32 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
                         gpu_run=GpuRun(gpu_arch) if all(target.arch == gpu_arch for target in chosen) else None)
 
 
-def warm_kernel_cache(workspace: Workspace, tests: list[str], gpu_run: GpuRun) -> str:
-    """Compile every kernel launch of `tests` for this machine's GPU into Triton's cache, on every core this process may
-    use, so that the test processes of `gpu_run` that follow load binaries instead of each compiling its own; the one
-    line that says how.
+def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int, dispatch: str) -> str:
+    """Compile every kernel launch of `tests` for this machine's GPU (of `arch`) into Triton's cache, on every core this
+    process may use, so that the test processes that follow (in the `dispatch` mode) load binaries instead of each
+    compiling its own; the one line that says how ('' where there is nothing to compile).
 
     The launches are captured as `mrbot compile` captures them, but with the GPU in view of the tests, so that those
-    skipped where there is none (a GPU-only shape) are compiled too; a launch that does not compile here is compiled
-    again, and reported, by the test that makes it."""
+    skipped where there is none (a GPU-only shape) are compiled too. It only saves time: a launch that does not
+    compile here is compiled again, and reported, by the test that makes it, and where the whole step fails the line
+    says why and the tests compile what they launch."""
+    from mrbot.compile.launches import GpuRun
     from mrbot.compile.matrix import build_matrix
     from mrbot.compile.plan import CompilePlan, declarations, kernels_of
+    from mrbot.testing import dispatch_variables
 
-    target = next((t for t in TARGETS.values() if t.arch == gpu_run.arch), None)
+    target = next((t for t in TARGETS.values() if t.arch == arch), None)
     if target is None or not tests:
         return ''
-    kernels = kernels_of(workspace.graph.index, workspace.config)
-    plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
     jobs = usable_cores()
-    matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
-                          workspace.config.compile_test_seconds, gpu_run=gpu_run)
+    try:
+        kernels = kernels_of(workspace.graph.index, workspace.config)
+        plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
+        gpu_run = GpuRun(arch, tuple(dispatch_variables(dispatch).items()))
+        matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
+                              workspace.config.compile_test_seconds, gpu_run=gpu_run)
+    except Exception as error:  # noqa: BLE001 - a speed-up only: each test compiles what it launches all the same
+        return f'kernels not compiled ahead ({type(error).__name__}: {error}); the tests compile them'
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
     return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
             f'{matrix.seconds:.0f} s, {jobs} at a time')

@@ -223,13 +223,13 @@ def test_on_a_gpu_the_gates_kernels_are_compiled_once_before_its_tests(repo, mon
 
 def test_a_gate_whose_kernels_cannot_be_compiled_ahead_runs_all_the_same(repo, monkeypatch, capsys, stand_in_gpu):
     """Compiling ahead only saves time: where it fails, the gate's tests compile what they launch, as before."""
-    from mrbot.compile import stage as compile_stage
+    from mrbot.compile import matrix
 
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise MrbotError('lib/other.py:5: TARGETS declares the targets a module is written for')
 
     monkeypatch.setattr(bench_stage, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
-    monkeypatch.setattr(compile_stage, 'warm_kernel_cache', broken)
+    monkeypatch.setattr(matrix, 'build_matrix', broken)
     repo.commit(files(BASELINE_DELAY))
     monkeypatch.chdir(repo.root)
     code, out, err = _loop(capsys, 'start', '--op', 'product', '--shapes', 'small', '--rounds', '3')

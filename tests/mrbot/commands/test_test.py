@@ -6,6 +6,7 @@ arguments it refuses before any test runs."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -140,3 +141,25 @@ def test_a_file_deleted_since_the_last_commit_still_selects_its_tests(repo, monk
     repo.write({'pkg/calc.py': None})
     code, out = _mrbot_test(repo, monkeypatch, capsys, 'pkg/calc.py', '-j', '1')
     assert code == 1 and 'FAILED tests/test_calc.py' in out
+
+
+def test_on_a_gpu_the_selected_tests_kernels_are_compiled_before_they_run(repo, monkeypatch, capsys, tmp_path):
+    """Each test process would compile every kernel its tests launch; compiled first, once each, for the machine's GPU,
+    the tests load them from Triton's cache (a stand-in GPU here: the compile is for sm_90 on the CPU)."""
+    from mrbot.commands import test as test_command
+    from mrbot.testing import Gpu
+    from tests.mrbot.loop_repo import files
+
+    monkeypatch.setattr(test_command, 'device_label', lambda: 'compiled (a stand-in for a GPU in this test)')
+    monkeypatch.setattr(test_command, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setenv('TRITON_CACHE_DIR', str(tmp_path / 'triton'))
+    repo.commit(files(0.0))
+    repo.write({'pkg/ops/product/chunk.py': files(0.01)['pkg/ops/product/chunk.py']})
+    monkeypatch.chdir(repo.root)
+    from mrbot.cli import main
+
+    main(['test', '--timeout', '120'])
+    err = capsys.readouterr().err
+    said = re.search(r'tests, dispatch off: (\d+) kernel launch(?:es)? compiled ahead for sm_90', err)
+    assert said and err.index(said.group(0)) < err.index('tests/ops/test_product.py')
+    assert [entry.name for entry in (tmp_path / 'triton').iterdir() if (entry / 'product_kernel.cubin').exists()]
