@@ -7,9 +7,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-import torch
 
 from mrbot.compile.launches import GpuRun, Launch, capture_launches
+from mrbot.testing import local_gpu
 
 HEADER = '# Copyright (c) 2026, the mrbot authors.\n# SPDX-License-Identifier: MIT\n'
 KERNELS = HEADER + textwrap.dedent('''
@@ -163,14 +163,13 @@ def test_a_capture_beside_the_gpu_is_not_served_from_the_capture_without_it(repo
     assert not beside.cached and beside.launches == _capture(repo).launches
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason='captures beside a GPU')
+@pytest.mark.skipif(local_gpu() is None, reason='captures beside a GPU')
 def test_a_compile_ahead_captures_the_tests_that_skip_without_a_gpu(repo):
     repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_gpu.py': GPU_ONLY_TESTS})
     hidden = capture_launches(repo.root, ['tests/test_gpu.py'], [], timeout=300, jobs=1, test_seconds=60)
     assert hidden.launches == ()
-    major, minor = torch.cuda.get_device_capability()
     beside = capture_launches(repo.root, ['tests/test_gpu.py'], [], timeout=300, jobs=1, test_seconds=60,
-                              gpu_run=GpuRun(major * 10 + minor))
+                              gpu_run=GpuRun(local_gpu().arch))
     assert beside.problems == ()
     assert [(launch.kernel, launch.origins) for launch in beside.launches] == [
         ('scale_kernel', ('tests/test_gpu.py::test_scale_on_a_gpu',))]
