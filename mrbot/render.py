@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 
 from mrbot.records import MrbotError
+from mrbot.records.testruns import error_first_line
 
 # A checkout or an editable install has them beside the packages; an installed wheel under the environment's prefix.
 TEMPLATES = next((folder for folder in (Path(__file__).resolve().parents[1] / 'templates',
@@ -21,10 +22,12 @@ TEMPLATES = next((folder for folder in (Path(__file__).resolve().parents[1] / 't
 
 def _environment(overrides: Path | None) -> jinja2.Environment:
     folders = [str(overrides)] if overrides is not None else []
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*folders, str(TEMPLATES)]), trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
     )
+    environment.filters['first_line'] = error_first_line
+    return environment
 
 
 def check_template(name: str, overrides: Path | None = None) -> None:

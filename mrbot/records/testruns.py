@@ -49,8 +49,13 @@ class TestFailure:
 
     @property
     def first_line(self) -> str:
-        """The error's first line, or `failed` where the test left none."""
-        return self.message.splitlines()[0] if self.message.strip() else 'failed'
+        return error_first_line(self.message)
+
+
+def error_first_line(message: str) -> str:
+    """A failing test's error in one line: its first, or `failed` where the test left none (the templates' filter
+    `first_line`)."""
+    return message.splitlines()[0] if message.strip() else 'failed'
 
 
 @dataclass(frozen=True)
