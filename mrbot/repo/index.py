@@ -4,7 +4,8 @@
 
 Every Python file is indexed: its imports anywhere in the file (conditional and function-local ones included, relative
 ones resolved), `importlib.import_module` / `__import__` / `pytest.importorskip` calls with literal names or literal
-package prefixes, `@dispatch('<op>')` decorators and the functions they decorate, the methods of backend classes and
+package prefixes (and where a file imports by a name it computes, every dotted name its string literals hold, such as a
+table of command modules), `@dispatch('<op>')` decorators and the functions they decorate, the methods of backend classes and
 what each imports, and the Triton JIT functions it defines. `mrbot.repo.graph` builds the import graph from it.
 """
 
@@ -15,6 +16,7 @@ import contextlib
 import fnmatch
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
 from mrbot.records.source import only_binds
 
-CACHE_VERSION = 12
+CACHE_VERSION = 13
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -150,6 +152,9 @@ def is_jit(decorator: ast.expr) -> bool:
     return name == 'jit'
 
 
+_DOTTED = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
+
+
 def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -166,6 +171,7 @@ def parse_file(path: str, text: str) -> FileFacts:
     except (SyntaxError, ValueError):
         return FileFacts()
     imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
+    computed = False
     # what a backend class's method imports runs only when that method does
     method_of, method_imports = _backend_method_imports(path, tree), {}
     for node in ast.walk(tree):
@@ -192,9 +198,15 @@ def parse_file(path: str, text: str) -> FileFacts:
                 elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
                     # f'checks.{name}': any module of that package
                     dynamic.append(_literal(first.values[0]))
+                else:
+                    computed = True
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append(Dispatch(_literal(first), explicit))
+    if computed:
+        # the name comes from the file's own data (a dict of command modules): each dotted name it writes may be one;
+        # the graph keeps those that are modules of the repository
+        dynamic.extend(sorted({value for node in ast.walk(tree) if (value := _literal(node)) and _DOTTED.fullmatch(value)}))
     return FileFacts(tuple(imports), tuple(dynamic), tuple(dispatch), tuple(kernels), _runs_code(tree.body),
                      tuple(dispatched), tuple(methods), tuple(aliased),
                      {method: tuple(entries) for method, entries in method_imports.items()})

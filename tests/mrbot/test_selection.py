@@ -256,6 +256,19 @@ def test_literal_dynamic_imports_are_followed(repo):
     assert _tests(repo, 'pkg/plugins/b.py') == ['tests/test_loader.py', 'tests/test_named.py']
 
 
+def test_a_module_named_in_a_table_that_an_import_by_computed_name_reads_is_imported(repo):
+    # a command-line entry point that imports its commands by name from a table of their modules
+    repo.commit({
+        'pkg/__init__.py': '', 'pkg/commands/__init__.py': '', 'pkg/commands/build.py': '', 'pkg/commands/clean.py': '',
+        'pkg/cli.py': ("import importlib\n\nCOMMANDS = {'build': 'pkg.commands.build', 'clean': 'pkg.commands.clean'}\n"
+                       "HELP = 'run pkg.tool build'\n\n\ndef main(name):\n"
+                       "    return importlib.import_module(COMMANDS[name]).run()\n"),
+        'tests/test_cli.py': 'from pkg.cli import main\n', 'tests/test_other.py': 'import pkg\n',
+        'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
+    })
+    assert _tests(repo, 'pkg/commands/build.py') == ['tests/test_cli.py']
+
+
 
 def test_a_test_that_imports_its_subject_through_importorskip_depends_on_it(repo):
     repo.commit({
