@@ -26,6 +26,7 @@ from mrbot import coverage, git
 from mrbot.bench.specs import touched_ops
 from mrbot.bench.stage import BenchInterrupted, format_table, measure
 from mrbot.check import evaluate
+from mrbot.compile.stage import compile_change, warm_kernel_cache
 from mrbot.config import Config, state_dir
 from mrbot.coverage import OpCoverage, read_observations
 from mrbot.evidence import Evidence, Step, checklist, conclusion
@@ -228,8 +229,6 @@ def compile_stage(workspace: Workspace, change: ChangeSet, reach: Reach | None,
                   options: PrepareOptions) -> Staged[CompileMatrix]:
     if options.no_compile:
         raise Skipped('--no-compile', 'mrbot compile')
-    from mrbot.compile.stage import compile_change
-
     # the select stage's tests and timed ops: neither is found a second time
     selection = reach.selection if reach is not None else None
     timed = [spec for spec in workspace.specs if spec.name in reach.bench_ops] if reach is not None else None
@@ -275,12 +274,8 @@ def test_stage(workspace: Workspace, reach: Reach | None, options: PrepareOption
     # on a GPU one file at a time, its tests spread over processes; on CPU the files side by side, one process each
     # unless asked otherwise
     workers = processes_per_test_file(options.test_workers, '--test-workers')
-    gpu = local_gpu() if on_gpu else None
-    if gpu is not None:
-        from mrbot.compile.stage import warm_kernel_cache
-
-        if warmed := warm_kernel_cache(workspace, targets, gpu.arch, 'off'):
-            say(f'tests: {warmed}', options.quiet)
+    if warmed := warm_kernel_cache(workspace, targets, local_gpu() if on_gpu else None, 'off'):
+        say(f'tests: {warmed}', options.quiet)
     try:
         files = execute_with_progress(targets, root, 1 if on_gpu else usable_cores(), options.test_timeout, 'off',
                                       quiet=options.quiet, interpret=not on_gpu,

@@ -268,7 +268,7 @@ def gate_cache(limit: float) -> dict:
                           'from mrbot.compile.stage import warm_kernel_cache; '
                           'from mrbot.testing import local_gpu; '
                           "print(warm_kernel_cache(Workspace.load(Path('.')), ['tests/ops/test_simple_gla.py'], "
-                          "local_gpu().arch, 'off'))"],
+                          "local_gpu(), 'off'))"],
                          repo, env, log, limit, {})
     tests, lines = profiled_gate(sys.executable, repo, env, 'gate-cache', limit, {})
     return record('gate-cache', 'warm_kernel_cache, then pytest tests/ops/test_simple_gla.py -n 12 -p gate_profile',

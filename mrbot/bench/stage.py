@@ -126,7 +126,7 @@ def _gate(request: BenchRequest, workspace: Workspace, ops: list[OpSpec], change
     if gpu is not None and missing and reusable:
         from mrbot.compile.stage import warm_kernel_cache
 
-        warmed = warm_kernel_cache(workspace, missing, gpu.arch, request.dispatch)
+        warmed = warm_kernel_cache(workspace, missing, gpu, request.dispatch)
         if warmed:
             say(f'gate: {warmed}', quiet)
     runs = reused + (execute_with_progress(missing, root, 1, request.gate_timeout, request.dispatch, quiet=quiet,

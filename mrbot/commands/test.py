@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mrbot import git
 from mrbot.commands.record_file import writable_file, write_record
+from mrbot.compile.stage import warm_kernel_cache
 from mrbot.progress import say
 from mrbot.records import MrbotError
 from mrbot.records.testruns import FileRun, Selection, TestRun, check_workers
@@ -108,11 +109,8 @@ def run(args: argparse.Namespace) -> int:
     gpu = local_gpu() if device.startswith('compiled') else None
     try:
         for mode in modes:
-            if gpu is not None:
-                from mrbot.compile.stage import warm_kernel_cache
-
-                if warmed := warm_kernel_cache(workspace, targets, gpu.arch, mode):
-                    say(f'tests, dispatch {mode}: {warmed}', args.quiet)
+            if warmed := warm_kernel_cache(workspace, targets, gpu, mode):
+                say(f'tests, dispatch {mode}: {warmed}', args.quiet)
             files += execute_with_progress(targets, root, jobs, args.timeout, mode, quiet=args.quiet,
                                            title=f'tests, dispatch {mode}', interpret=not device.startswith('compiled'),
                                            pytest_args=xdist_args(workers, '--workers'))

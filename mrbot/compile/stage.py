@@ -19,6 +19,7 @@ from mrbot.words import plural
 
 if TYPE_CHECKING:
     from mrbot.compile.matrix import CompileMatrix
+    from mrbot.testing import Gpu
 
 DEFAULT_TIMEOUT = 900.0
 
@@ -61,10 +62,10 @@ def compile_change(workspace: Workspace, changed: list[str] | None, targets: str
                         gpu_run=GpuRun(gpu_arch) if all(target.arch == gpu_arch for target in chosen) else None)
 
 
-def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int, dispatch: str) -> str:
-    """Compile every kernel launch of `tests` for this machine's GPU (of `arch`) into Triton's cache, on every core this
-    process may use, so that the test processes that follow (in the `dispatch` mode) load binaries instead of each
-    compiling its own; the one line that says how ('' where there is nothing to compile).
+def warm_kernel_cache(workspace: Workspace, tests: list[str], gpu: Gpu | None, dispatch: str) -> str:
+    """Compile every kernel launch of `tests` for this machine's `gpu` into Triton's cache, on every core this process
+    may use, so that the test processes that follow (in the `dispatch` mode) load binaries instead of each compiling
+    its own; the one line that says how ('' without a GPU or anything to compile).
 
     The launches are captured as `mrbot compile` captures them, but with the GPU in view of the tests, so that those
     skipped where there is none (a GPU-only shape) are compiled too. It only saves time: a launch that does not
@@ -75,14 +76,14 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], arch: int, dispatc
     from mrbot.compile.plan import CompilePlan, declarations, kernels_of
     from mrbot.testing import dispatch_variables
 
-    target = next((t for t in TARGETS.values() if t.arch == arch), None)
+    target = next((t for t in TARGETS.values() if gpu is not None and t.arch == gpu.arch), None)
     if target is None or not tests:
         return ''
     jobs = usable_cores()
     try:
         kernels = kernels_of(workspace.graph.index, workspace.config)
         plan = CompilePlan(tuple(kernels), tuple(tests), (), whole=False, declared=declarations(workspace.root, kernels))
-        gpu_run = GpuRun(arch, tuple(dispatch_variables(dispatch).items()))
+        gpu_run = GpuRun(target.arch, tuple(dispatch_variables(dispatch).items()))
         matrix = build_matrix(workspace.root, plan, (target,), 'binary', jobs, DEFAULT_TIMEOUT,
                               workspace.config.compile_test_seconds, gpu_run=gpu_run)
     except Exception as error:  # noqa: BLE001 - a speed-up only: each test compiles what it launches all the same
