@@ -45,7 +45,7 @@ INTERRUPT_GRACE = 5.0
 # CUDA's sticky errors, as the runtime and the driver word them after "CUDA error:" (torch) or "Triton Error [CUDA]:":
 # after one, every later call of the process fails. Matched on that line alone, since torch's advice that follows
 # every CUDA error ("... to enable device-side assertions") would otherwise make an out-of-memory error look sticky.
-_STICKY_DEVICE_ERRORS = re.compile(
+STICKY_DEVICE_ERRORS = re.compile(
     r'(?:CUDA error|Triton Error \[CUDA\]): (?:an illegal memory access was encountered'
     r'|an illegal instruction was encountered|misaligned address|unspecified launch failure'
     r'|device-side assert triggered|hardware stack error|invalid program counter'
@@ -271,7 +271,7 @@ def _read_cases(xml: Path, file: str) -> tuple[_Case, ...] | None:
         skipped = testcase.find('skipped')
         if problem is not None:
             text = f"{problem.get('message', '')}\n{problem.text or ''}"
-            cases.append(_Case(test, 'failed', _message(problem), bool(_STICKY_DEVICE_ERRORS.search(text))))
+            cases.append(_Case(test, 'failed', _message(problem), bool(STICKY_DEVICE_ERRORS.search(text))))
         elif skipped is not None:
             cases.append(_Case(test, 'skipped', _first_lines(skipped.get('message', ''))))
         else:

@@ -40,7 +40,7 @@ from mrbot.git import run_git
 from mrbot.records import MrbotError
 from mrbot.repo.ops import OpSpec
 from mrbot.stack import usable_cores
-from mrbot.testing import plugin_environment
+from mrbot.testing import STICKY_DEVICE_ERRORS, plugin_environment
 from mrbot.words import plural
 
 SCHEMA = 1
@@ -460,15 +460,17 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
             log.write_bytes(b'')
             problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
+            output = log.read_text(errors='replace')
+            if not problem and (sticky := STICKY_DEVICE_ERRORS.search(output)):
+                problem = f'{sticky.group(0)}; every launch after it failed uncaptured'
             problems = [f'{unit.name}: {problem} (log: {log.relative_to(root)})'] if problem else []
-            problems += [f'benchmark {line}' for line in log.read_text(errors='replace').splitlines()
-                         if line.startswith(capture.ROW_FAILED)]
+            problems += [f'benchmark {line}' for line in output.splitlines() if line.startswith(capture.ROW_FAILED)]
             records, malformed = _read_launches(sorted(out.glob('launches-*.jsonl')))
             stopped = [line for file in sorted(out.glob('stopped-*.txt'))
                        for line in file.read_text(errors='replace').splitlines()]
             data = {'key': unit.key, 'launches': records, 'problems': problems, 'stopped': stopped,
                     'malformed': malformed, 'bodies': state.bodies}
-            # a cut-short capture is not what a rerun would see
+            # a capture cut short, by a limit or by a device error that fails the rest, is not what a rerun sees
             if not problem:
                 with contextlib.suppress(OSError):
                     write_whole(stored / unit.cache_file, json.dumps(data))

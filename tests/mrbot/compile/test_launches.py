@@ -173,3 +173,29 @@ def test_a_compile_ahead_captures_the_tests_that_skip_without_a_gpu(repo):
     assert beside.problems == ()
     assert [(launch.kernel, launch.origins) for launch in beside.launches] == [
         ('scale_kernel', ('tests/test_gpu.py::test_scale_on_a_gpu',))]
+
+
+BROKEN_CONTEXT_TESTS = HEADER + textwrap.dedent('''
+    import torch
+
+    from lib.kernels import scale
+
+
+    def test_out_of_bounds():
+        # what torch raises once a kernel of the process read out of bounds: the process's later launches all fail
+        raise RuntimeError('CUDA error: an illegal memory access was encountered')
+
+
+    def test_scale():
+        scale(torch.ones(100), 2.0)
+''')
+
+
+def test_a_capture_whose_device_context_broke_is_reported_and_not_stored(repo):
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_broken.py': BROKEN_CONTEXT_TESTS})
+    first = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60)
+    assert [problem.split(' (log: ')[0] for problem in first.problems] == [
+        'tests/test_broken.py: CUDA error: an illegal memory access was encountered; every launch after it failed '
+        'uncaptured']
+    again = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60)
+    assert not again.cached and again.problems == first.problems
