@@ -4,9 +4,9 @@
 
 Every Python file is indexed: its imports anywhere in the file (conditional and function-local ones included, relative
 ones resolved), `importlib.import_module` / `__import__` / `pytest.importorskip` calls with literal names or literal
-package prefixes (and where a file imports by a name it computes, every dotted name its string literals hold, such as a
-table of command modules), `@dispatch('<op>')` decorators and the functions they decorate, the methods of backend classes and
-what each imports, and the Triton JIT functions it defines. `mrbot.repo.graph` builds the import graph from it.
+package prefixes, or with an entry of a module-level table of names (`import_module(COMMANDS[name])`: each of its
+values), `@dispatch('<op>')` decorators and the functions they decorate, the methods of backend classes and what each
+imports, and the Triton JIT functions it defines. `mrbot.repo.graph` builds the import graph from it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import contextlib
 import fnmatch
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
 from mrbot.records.source import only_binds
 
-CACHE_VERSION = 13
+CACHE_VERSION = 14
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -152,9 +151,6 @@ def is_jit(decorator: ast.expr) -> bool:
     return name == 'jit'
 
 
-_DOTTED = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
-
-
 def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -171,7 +167,7 @@ def parse_file(path: str, text: str) -> FileFacts:
     except (SyntaxError, ValueError):
         return FileFacts()
     imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
-    computed = False
+    tables = _module_tables(tree)
     # what a backend class's method imports runs only when that method does
     method_of, method_imports = _backend_method_imports(path, tree), {}
     for node in ast.walk(tree):
@@ -198,18 +194,32 @@ def parse_file(path: str, text: str) -> FileFacts:
                 elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
                     # f'checks.{name}': any module of that package
                     dynamic.append(_literal(first.values[0]))
-                else:
-                    computed = True
+                elif isinstance(first, ast.Subscript) and isinstance(first.value, ast.Name):
+                    # COMMANDS[name]: any module the table names
+                    dynamic.extend(tables.get(first.value.id, ()))
             elif name == 'dispatch' and _literal(first):
                 explicit = next((_literal(k.value) for k in node.keywords if k.arg == 'module'), None)
                 dispatch.append(Dispatch(_literal(first), explicit))
-    if computed:
-        # the name comes from the file's own data (a dict of command modules): each dotted name it writes may be one;
-        # the graph keeps those that are modules of the repository
-        dynamic.extend(sorted({value for node in ast.walk(tree) if (value := _literal(node)) and _DOTTED.fullmatch(value)}))
     return FileFacts(tuple(imports), tuple(dynamic), tuple(dispatch), tuple(kernels), _runs_code(tree.body),
                      tuple(dispatched), tuple(methods), tuple(aliased),
                      {method: tuple(entries) for method, entries in method_imports.items()})
+
+
+def _module_tables(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """The module-level names bound to a dict, list or tuple whose values are all string literals, with those values.
+    Only such a table indexed in the import call itself is followed: a name handed on through a variable or a function
+    (a registry's fallback, a wrapper that imports optional packages) may be any module, and following every string of
+    the file made upstream's package `__init__` reach the whole library."""
+    tables = {}
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if value is not None else []
+        items = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, (ast.List, ast.Tuple)) \
+            else None
+        names = [_literal(item) for item in items or ()]
+        if names and all(names):
+            tables.update({target.id: tuple(names) for target in targets if isinstance(target, ast.Name)})
+    return tables
 
 
 def _backend_method_imports(path: str, tree: ast.Module) -> dict[int, str]:

@@ -269,6 +269,23 @@ def test_a_module_named_in_a_table_that_an_import_by_computed_name_reads_is_impo
     assert _tests(repo, 'pkg/commands/build.py') == ['tests/test_cli.py']
 
 
+def test_a_module_name_handed_to_the_import_through_a_function_or_a_variable_is_not_followed(repo):
+    # a package that imports its optional parts through a wrapper, and a registry with a table and a fallback: both
+    # may import anything, and following their strings would link every importer of the package to all of it
+    repo.commit({
+        'pkg/__init__.py': ("import importlib\n\n\ndef _optional(name):\n    return importlib.import_module(name)\n\n\n"
+                            "_layers = _optional('pkg.layers')\n"),
+        'pkg/layers/__init__.py': 'from .dense import Dense\n', 'pkg/layers/dense.py': 'class Dense:\n    pass\n',
+        'pkg/registry.py': ("BACKENDS = {'dense': 'pkg.layers.dense'}\n\n\ndef load(name):\n"
+                            "    path = BACKENDS.get(name, f'pkg.{name}')\n    return __import__(path, fromlist=[''])\n"),
+        'pkg/util.py': 'ONE = 1\n',
+        'tests/test_util.py': 'from pkg.util import ONE\n', 'tests/test_registry.py': 'from pkg.registry import load\n',
+        'tests/test_dense.py': 'from pkg.layers import Dense\n',
+        'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
+    })
+    assert _tests(repo, 'pkg/layers/dense.py') == ['tests/test_dense.py']
+
+
 
 def test_a_test_that_imports_its_subject_through_importorskip_depends_on_it(repo):
     repo.commit({
