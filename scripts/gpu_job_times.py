@@ -37,6 +37,10 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mrbot.testing import dispatch_variables  # noqa: E402
+
 JOBS = Path('/tmp/jobs')
 SHARED = Path('/opt/mrbot-shared')
 REPOSITORY = 'mrbot-dev/mrbot'
@@ -260,7 +264,7 @@ def gate_cache(limit: float) -> dict:
     subprocess.run(['git', 'apply', 'examples/demo-change.patch'], cwd=repo, check=True)
     # the gate's dispatch mode, off, as `mrbot bench` runs it
     env = {**os.environ, 'TRITON_CACHE_DIR': f'{temp}/triton-cache', 'PYTHONPATH': f'{repo}:{repo}/scripts',
-           'GATE_PROFILE': f'{temp}/gate-profile', 'PYTHONUNBUFFERED': '1', 'FLA_DISABLE_BACKEND_DISPATCH': '1'}
+           'GATE_PROFILE': f'{temp}/gate-profile', 'PYTHONUNBUFFERED': '1', **dispatch_variables('off')}
     env.pop('TRITON_CACHE_MANAGER', None)
     log = OUT / 'gate-cache.log'
     start = time.monotonic()

@@ -29,6 +29,7 @@ from mrbot.repo.workspace import Workspace
 from mrbot.stack import require_kernel_stack
 from mrbot.testing import (
     device_label,
+    dispatch_variables,
     execute_with_progress,
     local_gpu,
     processes_per_test_file,
@@ -277,7 +278,7 @@ def measure(request: BenchRequest, workspace: Workspace, earlier_tests: Sequence
     device = device_label()
     evidence = device.startswith('compiled')
     changed = git.changed_paths(root, base_sha, None) if base_sha else []
-    environment = {**dict(request.environment), 'FLA_DISABLE_BACKEND_DISPATCH': '0' if request.dispatch == 'on' else '1'}
+    environment = {**dict(request.environment), **dispatch_variables(request.dispatch)}
     if not evidence:
         environment['TRITON_INTERPRET'] = '1'
     head_sha = git.resolve(root, 'HEAD')
