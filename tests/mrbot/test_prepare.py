@@ -573,3 +573,28 @@ def test_a_template_that_does_not_parse_is_refused_before_any_step_and_one_that_
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith('mrbot prepare: error: ') and 'no_such_field' in last and 'the evidence is saved in ' in last
     assert (repo.root / '.mrbot' / 'evidence.json').is_file() and not (repo.root / '.mrbot' / 'pr_body.md').exists()
+
+
+def test_on_a_gpu_the_selected_tests_kernels_are_compiled_before_they_run(repo, monkeypatch, capsys, tmp_path):
+    """As `mrbot test` does: each test process would compile every kernel its tests launch; compiled first, once each,
+    for the machine's GPU (a stand-in here: the compile is for sm_90 on the CPU, and the tests then fail without one)."""
+    from mrbot.testing import Gpu
+
+    monkeypatch.setattr(prepare, 'device_label', lambda: 'compiled (a stand-in for a GPU in this test)')
+    monkeypatch.setattr(prepare, 'local_gpu', lambda: Gpu('NVIDIA H100', (9, 0), 80 * 2**30))
+    monkeypatch.setenv('TRITON_CACHE_DIR', str(tmp_path / 'triton'))
+    launched = FUSED.replace('import triton\n', 'import torch\nimport triton\n', 1).replace(
+        '    return x * 2\n',
+        '    o = torch.empty_like(x)\n    fused_scale_kernel[(1,)](x, o, D=x.shape[-1], BD=16)\n    return o\n')
+    test = HEADER + ('import torch\n\nfrom pkg.ops.scale import fused_scale\n\n\ndef test_fused():\n'
+                     '    assert fused_scale(torch.ones(4)).tolist() == [3.0] * 4\n')
+    repo.commit({**_base_files(), 'pkg/ops/scale/__init__.py': EXPORTS, 'pkg/ops/scale/fused.py': launched,
+                 'tests/test_fused.py': test}, '[Ops] Base')
+    repo.git('checkout', '-q', '-b', 'topic')
+    repo.commit({'pkg/ops/scale/fused.py': launched.replace('* 2, mask', '* 3, mask')}, '[Scale] Triple in the kernel')
+    monkeypatch.chdir(repo.root)
+    main(['prepare', '--base', 'main', '--no-bench'])
+    err = capsys.readouterr().err
+    said = re.search(r'tests: 1 kernel launch compiled ahead for sm_90 in \d+ s, \d+ at a time', err)
+    assert said and err.index(said.group(0)) < err.index('tests/test_fused.py')
+    assert [entry for entry in (tmp_path / 'triton').iterdir() if (entry / 'fused_scale_kernel.cubin').exists()]
