@@ -37,10 +37,6 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mrbot.testing import dispatch_variables  # noqa: E402
-
 JOBS = Path('/tmp/jobs')
 SHARED = Path('/opt/mrbot-shared')
 REPOSITORY = 'mrbot-dev/mrbot'
@@ -258,6 +254,10 @@ def gate_cache(limit: float) -> dict:
     """Whether the test processes find what the gate's compile ahead put in Triton's cache: the demo change's gate
     compiled ahead as `mrbot bench` does it, then run under scripts/gate_profile.py on the same cache, both with the
     machine's Python from a clone of this checkout."""
+    # this step alone runs mrbot in the machine's Python; the others install it into a venv of their own
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from mrbot.testing import dispatch_variables
+
     folder, temp = fresh('gate-cache')
     repo = folder / 'repo'
     subprocess.run(['git', 'clone', '-q', str(Path.cwd()), str(repo)], check=True)

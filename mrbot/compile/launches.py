@@ -461,7 +461,8 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             log.write_bytes(b'')
             problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
             output = log.read_text(errors='replace')
-            if not problem and (sticky := STICKY_DEVICE_ERRORS.search(output)):
+            # only a process that sees the GPU can break its context; elsewhere the words are a test's own text
+            if not problem and gpu_run is not None and (sticky := STICKY_DEVICE_ERRORS.search(output)):
                 problem = f'{sticky.group(0)}; every launch after it failed uncaptured'
             problems = [f'{unit.name}: {problem} (log: {log.relative_to(root)})'] if problem else []
             problems += [f'benchmark {line}' for line in output.splitlines() if line.startswith(capture.ROW_FAILED)]

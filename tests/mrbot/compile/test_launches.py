@@ -191,11 +191,18 @@ BROKEN_CONTEXT_TESTS = HEADER + textwrap.dedent('''
 ''')
 
 
-def test_a_capture_whose_device_context_broke_is_reported_and_not_stored(repo):
+def test_a_capture_beside_the_gpu_whose_device_context_broke_is_reported_and_not_stored(repo):
     repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_broken.py': BROKEN_CONTEXT_TESTS})
-    first = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60)
+    beside = GpuRun(90)
+    first = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60,
+                             gpu_run=beside)
     assert [problem.split(' (log: ')[0] for problem in first.problems] == [
         'tests/test_broken.py: CUDA error: an illegal memory access was encountered; every launch after it failed '
         'uncaptured']
-    again = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60)
+    again = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60,
+                             gpu_run=beside)
     assert not again.cached and again.problems == first.problems
+    # with the GPU hidden no context can break: the words are the test's own, and the capture is kept
+    hidden = capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60)
+    assert hidden.problems == ()
+    assert capture_launches(repo.root, ['tests/test_broken.py'], [], timeout=300, jobs=1, test_seconds=60).cached
