@@ -76,7 +76,7 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], gpu: Gpu | None, d
     from mrbot.compile.plan import CompilePlan, declarations, kernels_of
     from mrbot.testing import dispatch_variables
 
-    target = next((t for t in TARGETS.values() if gpu is not None and t.arch == gpu.arch), None)
+    target = next((t for t in TARGETS.values() if t.arch == gpu.arch), None) if gpu is not None else None
     if target is None or not tests:
         return ''
     jobs = usable_cores()

@@ -212,11 +212,19 @@ def _module_tables(tree: ast.Module) -> dict[str, tuple[str, ...]]:
     the file made upstream's package `__init__` reach the whole library."""
     tables = {}
     for node in tree.body:
-        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if value is not None else []
-        items = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, (ast.List, ast.Tuple)) \
-            else None
-        names = [_literal(item) for item in items or ()]
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Dict):
+            items = value.values
+        elif isinstance(value, (ast.List, ast.Tuple)):
+            items = value.elts
+        else:
+            continue
+        names = [_literal(item) for item in items]
         if names and all(names):
             tables.update({target.id: tuple(names) for target in targets if isinstance(target, ast.Name)})
     return tables
