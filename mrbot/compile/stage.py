@@ -90,4 +90,4 @@ def warm_kernel_cache(workspace: Workspace, tests: list[str], gpu: Gpu | None, d
         return f'kernels not compiled ahead ({type(error).__name__}: {error}); the tests compile them'
     compiled = sum(1 for cell in matrix.cells if cell.result.status == 'ok')
     return (f"{plural(compiled, 'kernel launch', 'kernel launches')} compiled ahead for {target.name} in "
-            f'{matrix.seconds:.0f} s, {jobs} at a time')
+            f'{matrix.seconds:.0f} s ({matrix.capture.seconds:.0f} s of it capturing them), {jobs} at a time')
