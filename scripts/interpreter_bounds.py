@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Run one `chunk_simple_gla` forward and backward under the Triton interpreter with every masked-in address of every
 load and store checked against the tensors the launch was given, and name the kernels that reach outside them:
-    python scripts/interpreter_bounds.py B T H K V [--dtype bfloat16] [--dispatch off|on]
+    python scripts/interpreter_bounds.py B T H K V [--dtype bfloat16]
 
 The interpreter itself reads and writes wherever a pointer points, so an out-of-bounds access there passes silently
 and shows only on a GPU as an illegal address. This finds the accesses outside every tensor of the launch; one that
@@ -31,18 +31,20 @@ OUTSIDE: Counter = Counter()
 
 def _launch(original):
     def call(self, *args, **kwargs):
-        LAUNCH['ranges'] = [(t.untyped_storage().data_ptr(), t.untyped_storage().data_ptr() + t.untyped_storage().nbytes())
-                            for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        storages = [t.untyped_storage() for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        LAUNCH['ranges'] = [(s.data_ptr(), s.data_ptr() + s.nbytes()) for s in storages]
         LAUNCH['kernel'] = getattr(self.fn, '__name__', repr(self.fn))
         return original(self, *args, **kwargs)
     return call
 
 
 def _checked(original, access: str, mask_at: int):
+    """`original` with the addresses of its pointer tensor checked where its mask (argument `mask_at` after the
+    pointers) is set."""
     def run(self, ptrs, *rest):
-        mask = rest[mask_at - 1].data if mask_at and rest[mask_at - 1] is not None else True
+        mask = rest[mask_at].data if rest[mask_at] is not None else True
         addresses = np.unique(ptrs.data[np.broadcast_to(mask, ptrs.data.shape)])
-        width = ptrs.dtype.element_ty.primitive_bitwidth // 8 if hasattr(ptrs.dtype, 'element_ty') else 1
+        width = ptrs.dtype.element_ty.primitive_bitwidth // 8
         outside = [a for a in addresses if not any(lo <= a and a + width <= hi for lo, hi in LAUNCH['ranges'])]
         if outside:
             OUTSIDE[LAUNCH['kernel'], access] += len(outside)
@@ -55,8 +57,8 @@ def check_addresses(patch=setattr) -> Counter:
     place (a test passes pytest's, which takes them back). The count of addresses outside, by kernel and access."""
     patch(interpreter.GridExecutor, '__call__', _launch(interpreter.GridExecutor.__call__))
     builder = interpreter.InterpreterBuilder
-    patch(builder, 'create_masked_load', _checked(builder.create_masked_load, 'load', 1))
-    patch(builder, 'create_masked_store', _checked(builder.create_masked_store, 'store', 2))
+    patch(builder, 'create_masked_load', _checked(builder.create_masked_load, 'load', 0))
+    patch(builder, 'create_masked_store', _checked(builder.create_masked_store, 'store', 1))
     OUTSIDE.clear()
     return OUTSIDE
 
@@ -66,10 +68,7 @@ def main() -> int:
     for name in 'BTHKV':
         parser.add_argument(name, type=int)
     parser.add_argument('--dtype', default='bfloat16', choices=['bfloat16', 'float16', 'float32'])
-    parser.add_argument('--dispatch', default='off', choices=['off', 'on'])
     args = parser.parse_args()
-    if args.dispatch == 'off':
-        os.environ['FLA_DISABLE_BACKEND_DISPATCH'] = '1'
     outside = check_addresses()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from fla.ops.simple_gla import chunk_simple_gla
