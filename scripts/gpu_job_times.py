@@ -204,8 +204,8 @@ def accepted(text: str) -> tuple[str, str]:
 
 
 def fill(limit: float, folders: list[str]) -> dict:
-    """The filler: the default branch's launches of the op folders `folders` compiled for this GPU (their tests captured beside
-    it) into the layer's folder for the repository, by its owner (root here), never by the runner's user."""
+    """The filler: the default branch's launches of the ops in `folders` compiled for this GPU (their tests captured
+    beside it) into the layer's folder for the repository, by its owner (root here), never by the runner's user."""
     folder, temp = fresh('fill')
     log = OUT / 'fill.log'
     start = time.monotonic()
@@ -342,6 +342,14 @@ def setup() -> dict:
             'layer': '', 'phases': [], 'seconds': 0.0, 'ended': ''}
 
 
+def kda_layer(records: list[dict]) -> str:
+    """What the layer holds for test-kda's table row: a fill of an earlier call may have left KDA's kernels out."""
+    fill = next((r for r in records if r['case'] == 'fill'), None)
+    if fill is None:
+        return 'empty'
+    return 'filled' if FILLED_FOR_TEST[0] in fill['command'] else 'filled without KDA'
+
+
 def table(records: list[dict]) -> str:
     rows = ['| job | layer | phase | seconds |', '| --- | --- | --- | ---: |']
     for record in records:
@@ -366,11 +374,13 @@ def main() -> int:
     for step in args.steps:
         print(f'== {step} {time.strftime("%H:%M:%S")}', flush=True)
         records = json.loads(store.read_text()) if store.exists() and step != 'setup' else []
+        kda_held = kda_layer(records)
         made = {'setup': setup, 'cold-bench': lambda: job('cold-bench', BENCH, 'empty', args.limit),
                 'fill': lambda: fill(args.limit, [*FILLED, *(FILLED_FOR_TEST if 'test-kda' in args.steps else ())]),
                 'warm-bench': lambda: job('warm-bench', BENCH, 'filled', args.limit),
                 'profile-gate': lambda: profile_gate(args.limit),
-                'test-kda': lambda: job('test-kda', TEST, 'filled', args.limit), 'demo': lambda: demo(args.limit),
+                'test-kda': lambda held=kda_held: job('test-kda', TEST, held, args.limit),
+                'demo': lambda: demo(args.limit),
                 'gate-cache': lambda: gate_cache(args.limit),
                 'table': lambda: None}[step]()
         if made:
