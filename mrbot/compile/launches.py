@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,15 +253,24 @@ def _read_launches(files: list[Path]) -> tuple[list[dict], int]:
     """The launch records the capture processes wrote, as JSON objects, and how many lines were not one."""
     records, malformed = [], 0
     for file in files:
-        for line in file.read_text(encoding='utf-8', errors='replace').splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            if isinstance(record, dict):
-                records.append(record)
-            else:
-                malformed += 1
+        read, bad = _read_records(file.read_text(encoding='utf-8', errors='replace'))
+        records += read
+        malformed += bad
+    return records, malformed
+
+
+def _read_records(text: str) -> tuple[list[dict], int]:
+    """The JSON objects of `text`'s lines, and how many lines were not one."""
+    records, malformed = [], 0
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            malformed += 1
     return records, malformed
 
 
@@ -410,9 +420,34 @@ def _cached(folder: Path, unit: _Unit) -> dict | None:
     return None
 
 
+def _follow(out: Path, heard: Callable[[list[Launch]], None], ended: threading.Event) -> None:
+    """Hand `heard` the launches a capture process writes into `out` as it writes them, each whole line once, until
+    `ended` (the process has ended) and all of them are read."""
+    read: dict[Path, int] = {}
+    while True:
+        last = ended.is_set()
+        records = []
+        for file in sorted(out.glob('launches-*.jsonl')):
+            try:
+                with file.open('rb') as text:
+                    text.seek(read.get(file, 0))
+                    written = text.read()
+            except OSError:
+                continue
+            whole = written[:written.rfind(b'\n') + 1]
+            read[file] = read.get(file, 0) + len(whole)
+            records += _read_records(whole.decode('utf-8', errors='replace'))[0]
+        if records:
+            heard(_merged(records)[0])
+        if last:
+            return
+        ended.wait(0.5)
+
+
 def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: float, jobs: int, test_seconds: int,
                      use_cache: bool = True, imports: dict[str, frozenset[str]] | None = None,
-                     home: Path | None = None, gpu_run: GpuRun | None = None) -> Capture:
+                     home: Path | None = None, gpu_run: GpuRun | None = None,
+                     heard: Callable[[list[Launch]], None] | None = None) -> Capture:
     """The launches that the test files (one pytest process each, `timeout` seconds per file and `test_seconds` per
     test) and the benchmark rows (one process) make with the capture in place, `jobs` processes at a time.
 
@@ -426,6 +461,10 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     machine's GPU that the capture prepares: then the tests see the GPU and that run's variables, as they will when
     they run (a test skipped without a GPU runs, a branch that asks for the device's properties takes its answer), and
     the capture is stored apart from the hidden ones.
+
+    `heard`, where given, is handed the launches each process writes while it runs (or those stored for it), so that
+    compiling them can start on the cores the capture leaves idle; only where fewer processes than `jobs` run, since
+    elsewhere compiles beside the tests would slow them towards their time limits.
     """
     start = time.monotonic()
     state = _tree_state(root, test_seconds)
@@ -452,14 +491,28 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
                                _environment(folder / 'rows', jobs, gpu_run), memory,
                                hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
 
+        following = heard if len(units) < jobs else None
+
         def run_unit(unit: _Unit) -> tuple[dict, bool]:
             if use_cache and (data := _cached(stored, unit)) is not None:
-                return _rebodied(data, state.bodies, imports or {}, root), True
+                data = _rebodied(data, state.bodies, imports or {}, root)
+                if following is not None:
+                    following(_merged(data['launches'])[0])
+                return data, True
             out = Path(unit.env[capture.DIR_VARIABLE])
             out.mkdir()
             log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
             log.write_bytes(b'')
-            problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
+            ended = threading.Event()
+            follower = threading.Thread(target=_follow, args=(out, following, ended), daemon=True)
+            if following is not None:
+                follower.start()
+            try:
+                problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
+            finally:
+                ended.set()
+            if following is not None:
+                follower.join()
             output = log.read_text(errors='replace')
             # only a process that sees the GPU can break its context; elsewhere the words are a test's own text
             if not problem and gpu_run is not None and (sticky := STICKY_DEVICE_ERRORS.search(output)):

@@ -172,83 +172,115 @@ def _save_cache(root: Path, cache: dict[str, dict]) -> None:
         write_whole(state_dir(root, 'cache') / CACHE_FILE, json.dumps({'schema': SCHEMA, 'cells': kept}))
 
 
-def compile_cells(root: Path, work: list[tuple[Launch, Target, str]], jobs: int, timeout: float, cache: dict[str, dict],
-                  progress: Callable[[int, int], None] | None = None,
-                  started: Callable[[str], None] | None = None, home: Path | None = None) -> list[CellResult]:
-    """Compile each (launch, target, depth), `jobs` processes at a time; results in input order. Results in `cache`
+class CellCompiler:
+    """Compiles cells `jobs` processes at a time as they are handed in, so that a capture can hand in each launch as it
+    hears of it while the rest still run; used as a context manager, whose end stops the workers. Results in `cache`
     are reused, and the new ones that a rerun would give again are added to it and saved (in `home`'s state, `root`'s
-    by default). Where compile servers may
-    run (server_address), the processes come from one, and one is started for the next run if none answered;
-    `started` hears of it."""
-    keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
-    results: list[CellResult | None] = [None] * len(work)
-    pending = []
-    for index, key in enumerate(keys):
-        if key in cache and work[index][2] != _UNKEPT:
-            with contextlib.suppress(MrbotError):
-                results[index] = CellResult.from_json(cache[key], f'cached result {key[:12]}', cached=True)
-                # most recently used last, so that trimming the cache drops the oldest
-                cache[key] = cache.pop(key)
-                continue
-        pending.append(index)
-    # the slow ones (ptxas, then large blocks) first, so that the last to finish are short
-    pending.sort(key=lambda i: (work[i][2] not in ('sass', 'binary'), -_blocks(work[i][0])))
-    lock = threading.Lock()
-    done = len(work) - len(pending)
-    env = compile_environment()
+    by default). Where compile servers may run (server_address), the processes come from one, and one is started for
+    the next run if none answered; `started` hears of it."""
 
-    def serve(worker: Worker) -> None:
-        nonlocal done
+    def __init__(self, root: Path, jobs: int, timeout: float, cache: dict[str, dict],
+                 progress: Callable[[int, int], None] | None = None, started: Callable[[str], None] | None = None,
+                 home: Path | None = None) -> None:
+        self.root, self.jobs, self.timeout, self.cache = root, max(1, jobs), timeout, cache
+        self.progress, self.started, self.home = progress, started, home or root
+        self.env = compile_environment()
+        self.results: dict[str, CellResult] = {}
+        self.handed: set[str] = set()
+        # the cells handed in and not yet taken, the slow ones (ptxas, then large blocks) first, so that the last to
+        # finish are short
+        self.pending: list[tuple[str, Launch, Target, str]] = []
+        self.compiling = False
+        self.closed = False
+        self.ready = threading.Condition()
+
+    def __enter__(self) -> CellCompiler:
+        self.server = server_address(self.env)
+        self.served = self.server is not None and self.server.exists()
+        self.scratch = tempfile.TemporaryDirectory(prefix='mrbot-compile-')
+        # each worker's process starts at its first cell
+        self.workers = [Worker(self.root, self.env, Path(self.scratch.name), n, self.server) for n in range(self.jobs)]
+        self.threads = [threading.Thread(target=self._serve, args=(w,), daemon=True) for w in self.workers]
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def hand_in(self, cells: list[tuple[Launch, Target, str]]) -> None:
+        """Compile these cells, those not handed in already."""
+        with self.ready:
+            for launch, target, depth in cells:
+                key = _cell_key(launch, target, depth)
+                if key in self.handed:
+                    continue
+                self.handed.add(key)
+                if key in self.cache and depth != _UNKEPT:
+                    with contextlib.suppress(MrbotError):
+                        self.results[key] = CellResult.from_json(self.cache[key], f'cached result {key[:12]}',
+                                                                 cached=True)
+                        # most recently used last, so that trimming the cache drops the oldest
+                        self.cache[key] = self.cache.pop(key)
+                        continue
+                self.pending.append((key, launch, target, depth))
+            self.pending.sort(key=lambda item: (item[3] not in ('sass', 'binary'), -_blocks(item[1])))
+            self.ready.notify_all()
+
+    def _serve(self, worker: Worker) -> None:
         while True:
-            with lock:
-                if not pending:
+            with self.ready:
+                while not self.pending and not self.closed:
+                    self.ready.wait()
+                if not self.pending:
                     return
-                index = pending.pop(0)
-            launch, target, depth = work[index]
+                key, launch, target, depth = self.pending.pop(0)
+                self.compiling = True
             try:
-                answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth}, timeout)
+                answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth},
+                                        self.timeout)
                 result = CellResult.from_json({**answer, 'depth': depth}, f'the answer for {launch.kernel}')
             except Exception as error:  # noqa: BLE001 - one cell's failure, whatever failed: the thread goes on
                 result = CellResult('crashed', depth, error=str(error), error_path=launch.path, error_line=launch.line)
                 worker.kill()
-            with lock:
-                results[index] = result
+            with self.ready:
+                self.results[key] = result
                 if result.status in _LASTING and depth != _UNKEPT:
-                    cache[keys[index]] = result.to_json()
-                done += 1
-                if progress is not None:
-                    progress(done, len(work))
+                    self.cache[key] = result.to_json()
+                if self.progress is not None:
+                    self.progress(len(self.results), len(self.handed))
 
-    server = server_address(env) if pending else None
-    served = server is not None and server.exists()
-    with tempfile.TemporaryDirectory(prefix='mrbot-compile-') as scratch:
-        workers = [Worker(root, env, Path(scratch), n, server) for n in range(max(1, min(jobs, len(pending))))]
-        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
-        try:
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        except BaseException:
-            # an interrupt reaches this thread only: stop handing out cells and end every worker now
-            with lock:
-                pending.clear()
-            for worker in workers:
+    def finish(self, work: list[tuple[Launch, Target, str]]) -> list[CellResult]:
+        """Hand in `work` and wait for every cell handed in; the results of `work`, in its order."""
+        self.hand_in(work)
+        with self.ready:
+            self.closed = True
+            self.ready.notify_all()
+        for thread in self.threads:
+            thread.join()
+        keys = [_cell_key(launch, target, depth) for launch, target, depth in work]
+        missing = sum(key not in self.results for key in keys)
+        if missing:
+            raise MrbotError(f'{missing} cells got no result: a compile thread ended early (a bug of mrbot)')
+        return [self.results[key] for key in keys]
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            # an interrupt, or a failure of the capture, reaches this thread only: hand out nothing more, end every
+            # worker now
+            with self.ready:
+                self.pending.clear()
+                self.closed = True
+                self.ready.notify_all()
+            for worker in self.workers:
                 worker.kill()
-            raise
-        finally:
-            for worker in workers:
-                worker.close()
-            with lock:
-                _save_cache(home or root, dict(cache))
-    if server is not None and not server.exists():
-        start_server(server, env)
-        if not served and started is not None:
-            started(f'a compile server stays {SERVER_IDLE_S // 60} minutes after its last use, so that the next run '
-                    f'need not import torch and Triton again ({SERVER_SWITCH}=0 turns it off)')
-    if None in results:
-        raise MrbotError(f'{results.count(None)} cells got no result: a compile thread ended early (a bug of mrbot)')
-    return results
+        for worker in self.workers:
+            worker.close()
+        self.scratch.cleanup()
+        with self.ready:
+            _save_cache(self.home, dict(self.cache))
+        if kind is None and self.compiling and self.server is not None and not self.server.exists():
+            start_server(self.server, self.env)
+            if not self.served and self.started is not None:
+                self.started(f'a compile server stays {SERVER_IDLE_S // 60} minutes after its last use, so that the '
+                             f'next run need not import torch and Triton again ({SERVER_SWITCH}=0 turns it off)')
 
 
 def plan_cells(launches: list[Launch], targets: tuple[Target, ...], depth: str,
@@ -336,24 +368,8 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     # read before the repository's tests run, so that they cannot write what this run believes
     cache = load_cache(home or root) if use_cache else {}
     say(f'capturing launches: {len(plan.tests)} test files, {len(plan.rows)} benchmark rows')
-    capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
-                               dict(plan.imports), home, gpu_run)
     wanted = {(kernel.path, kernel.name) for kernel in plan.kernels}
-    launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
     declared = dict(plan.declared)
-    planned = plan_cells(launches, targets, 'auto' if depth == QUICK else depth, declared)
-    deferred = 0
-    if depth == QUICK:
-        available = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
-        quick = quick_cells(available, set(cache))
-        deferred = len(available) - len(quick)
-        planned = quick + [cell for cell in planned if not _written_for(cell[0], cell[1], declared)]
-    work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
-    say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
-        f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
-        f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time"
-        + (f' ({len(planned) - len(work)} on targets their kernels are not written for: not available)'
-           if len(planned) > len(work) else ''))
     last = [time.monotonic()]
 
     def tick(done: int, total: int) -> None:
@@ -361,7 +377,33 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
-    compiled = iter(compile_cells(root, work, jobs, timeout, cache, tick, say, home))
+    def planned_cells(launches: list[Launch]) -> list[tuple[Launch, Target, str]]:
+        ours = [launch for launch in launches if (launch.path, launch.kernel) in wanted]
+        return plan_cells(ours, targets, 'auto' if depth == QUICK else depth, declared)
+
+    with CellCompiler(root, jobs, timeout, cache, tick, say, home) as compiler:
+        def heard(found: list[Launch]) -> None:
+            compiler.hand_in([cell for cell in planned_cells(found) if _written_for(cell[0], cell[1], declared)])
+
+        # a quick run plans from every launch at once (quick_cells); any other compiles each launch as it is heard of
+        capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
+                                   dict(plan.imports), home, gpu_run,
+                                   None if depth == QUICK else heard)
+        launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
+        planned = planned_cells(launches)
+        deferred = 0
+        if depth == QUICK:
+            available = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
+            quick = quick_cells(available, set(cache))
+            deferred = len(available) - len(quick)
+            planned = quick + [cell for cell in planned if not _written_for(cell[0], cell[1], declared)]
+        work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
+        say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
+            f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
+            f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time"
+            + (f' ({len(planned) - len(work)} on targets their kernels are not written for: not available)'
+               if len(planned) > len(work) else ''))
+        compiled = iter(compiler.finish(work))
     cells = tuple(Cell(launch, target, next(compiled) if _written_for(launch, target, declared)
                        else _unavailable(launch, cell_depth, declared)) for launch, target, cell_depth in planned)
     launched = {(launch.path, launch.kernel) for launch in launches}

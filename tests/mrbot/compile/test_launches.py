@@ -112,6 +112,51 @@ def test_capture_processes_share_the_cores_instead_of_each_taking_all_of_them(re
     assert (repo.root / 'threads.txt').read_text() == '1'
 
 
+def test_launches_are_heard_while_the_capture_runs_where_cores_are_left_for_compiling(repo):
+    """The first test's launches reach `heard` while the file's later test still runs: that test waits for the file
+    the listener writes, so a capture that reported only at its end would leave it waiting out its minute."""
+    waiting = HEADER + textwrap.dedent('''
+        import os
+        import time
+
+        from lib.kernels import copy_kernel
+        import torch
+
+
+        def test_copy():
+            copy_kernel[(1,)](torch.ones(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32), 16, BLOCK=16)
+
+
+        def test_waits_for_the_listener():
+            deadline = time.monotonic() + 60
+            while not os.path.exists('heard.txt') and time.monotonic() < deadline:
+                time.sleep(0.1)
+            with open('seen.txt', 'w') as out:
+                out.write(str(os.path.exists('heard.txt')))
+    ''')
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_waits.py': waiting,
+                'tests/test_kernels.py': TESTS})
+    batches: list[list[str]] = []
+
+    def heard(launches: list[Launch]) -> None:
+        batches.append([launch.kernel for launch in launches])
+        (repo.root / 'heard.txt').write_text('yes')
+
+    capture = capture_launches(repo.root, ['tests/test_waits.py'], [], timeout=300, jobs=2, test_seconds=90,
+                               use_cache=False, heard=heard)
+    assert capture.problems == ()
+    assert (repo.root / 'seen.txt').read_text() == 'True'
+    # each launch heard once, the two configs the pruning keeps
+    assert sorted(kernel for batch in batches for kernel in batch) == ['copy_kernel', 'copy_kernel']
+
+    # one process for each core: nothing compiles beside the tests, which would slow them towards their limits
+    (repo.root / 'heard.txt').unlink()
+    batches.clear()
+    capture = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
+                               use_cache=False, heard=heard)
+    assert capture.launches and batches == []
+
+
 def _capture(repo):
     capture = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
                                imports={'lib/kernels.py': frozenset({'lib/kernels.py'})})
