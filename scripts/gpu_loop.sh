@@ -31,6 +31,10 @@ for s in "$@"; do
         git log --oneline -1 || { git init -q && git $G add -A && git $G commit -qm base; }
         git status --short | head -30; [ -z "$(git status --porcelain)" ] || { git $G add -A && git $G commit -qm "device: this session's uncommitted work"; }
         git log --oneline -2; git clone -q . /tmp/loop && git -C /tmp/loop status --short
+      fi
+      # compile cells of the tries computed on a CPU machine (scripts/loop_cells.sh): their matrices read them here
+      if [ -f .gpu/compile-cells.json ] && [ ! -f /tmp/loop/.mrbot/cache/compile-cells.json ]; then
+        mkdir -p /tmp/loop/.mrbot/cache && cp .gpu/compile-cells.json /tmp/loop/.mrbot/cache/ && echo "compile cells seeded from .gpu"
       fi ;;
     start)
       step start; timeout -s INT 540 $M loop start --op $OP --shapes $SHAPES --rounds ${LOOP_ROUNDS:-10} --gate-workers 12 ${LOOP_START_ARGS:-} ;;
