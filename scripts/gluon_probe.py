@@ -41,7 +41,8 @@ def main() -> int:
             stage = 'backward'
             (o.float().sum() + ht.sum()).backward()
             torch.cuda.synchronize()
-        except Exception as error:  # the stage that raised is the finding; the process is spent after a sticky error
+        except Exception as error:
+            # the stage that raised is the finding; the process is spent after a sticky error
             print(f'{B} {T} {H} {K} {V} {shape.dtype} {backend} {stage}: {type(error).__name__}: {str(error).splitlines()[0]}')
             return 1
         timed = ''
