@@ -288,9 +288,21 @@ def _merged(records: list[dict]) -> tuple[list[Launch], int]:
         known = merged.get(launch.identity)
         if known is None:
             merged[launch.identity] = launch
-        elif len(known.origins) < 3 and not set(launch.origins) <= set(known.origins):
-            merged[launch.identity] = Launch(**{**known.__dict__, 'origins': (*known.origins, *launch.origins)[:3]})
+        elif not set(launch.origins) <= set(known.origins):
+            merged[launch.identity] = Launch(**{**known.__dict__, 'origins': _kept_origins(known.origins,
+                                                                                           launch.origins)})
     return sorted(merged.values(), key=lambda x: (x.path, x.line, x.identity)), malformed
+
+
+def _kept_origins(known: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    """Up to three origins, in the order heard, one of them a benchmark row's where one launched it: a benchmarked
+    launch compiles further (`plan_cells`), whatever number of tests launched it first."""
+    origins = tuple(dict.fromkeys((*known, *more)))
+    kept = origins[:3]
+    row = next((origin for origin in origins if origin.startswith(BENCH_ORIGIN)), None)
+    if row is not None and row not in kept:
+        kept = (*kept[:2], row)
+    return kept
 
 
 def _is_jit(node: ast.AST) -> bool:
@@ -463,8 +475,7 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
     the capture is stored apart from the hidden ones.
 
     `heard`, where given, is handed the launches each process writes while it runs (or those stored for it), so that
-    compiling them can start on the cores the capture leaves idle; only where fewer processes than `jobs` run, since
-    elsewhere compiles beside the tests would slow them towards their time limits.
+    compiling them can start before the capture ends.
     """
     start = time.monotonic()
     state = _tree_state(root, test_seconds)
@@ -491,28 +502,26 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
                                _environment(folder / 'rows', jobs, gpu_run), memory,
                                hashlib.sha256(f'{tree}\0{json.dumps(rows, sort_keys=True)}'.encode()).hexdigest()))
 
-        following = heard if len(units) < jobs else None
-
         def run_unit(unit: _Unit) -> tuple[dict, bool]:
             if use_cache and (data := _cached(stored, unit)) is not None:
                 data = _rebodied(data, state.bodies, imports or {}, root)
-                if following is not None:
-                    following(_merged(data['launches'])[0])
+                if heard is not None:
+                    heard(_merged(data['launches'])[0])
                 return data, True
             out = Path(unit.env[capture.DIR_VARIABLE])
             out.mkdir()
             log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
             log.write_bytes(b'')
             ended = threading.Event()
-            follower = threading.Thread(target=_follow, args=(out, following, ended), daemon=True)
-            if following is not None:
+            follower = threading.Thread(target=_follow, args=(out, heard, ended), daemon=True)
+            if heard is not None:
                 follower.start()
             try:
                 problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
             finally:
                 ended.set()
-            if following is not None:
-                follower.join()
+                if heard is not None:
+                    follower.join()
             output = log.read_text(errors='replace')
             # only a process that sees the GPU can break its context; elsewhere the words are a test's own text
             if not problem and gpu_run is not None and (sticky := STICKY_DEVICE_ERRORS.search(output)):

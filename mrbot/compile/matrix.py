@@ -14,6 +14,7 @@ are 'unavailable', a state of their own, neither a failure nor left out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import tempfile
@@ -143,10 +144,14 @@ class CompileMatrix:
                            'launch': c.launch.to_json()} for c in self.cells]}
 
 
+@functools.cache
+def _worker_digest() -> str:
+    return hashlib.sha256(Path(worker_module.__file__).read_bytes()).hexdigest()
+
+
 def _cell_key(launch: Launch, target: Target, depth: str) -> str:
-    worker_code = Path(worker_module.__file__).read_bytes()
     return hashlib.sha256('\0'.join([launch.identity, target.name, depth, triton.__version__,
-                                     hashlib.sha256(worker_code).hexdigest()]).encode()).hexdigest()
+                                     _worker_digest()]).encode()).hexdigest()
 
 
 # Statuses a rerun would give again: a crash or a timeout may have been the machine's (an interrupt, a load spike).
@@ -174,14 +179,15 @@ def _save_cache(root: Path, cache: dict[str, dict]) -> None:
 
 class CellCompiler:
     """Compiles cells `jobs` processes at a time as they are handed in, so that a capture can hand in each launch as it
-    hears of it while the rest still run; used as a context manager, whose end stops the workers. Results in `cache`
+    hears of it while the rest still run; used as a context manager, whose end stops the workers. `progress` hears of
+    each cell done: how many are, of how many handed in, and whether `finish` has handed in the last. Results in `cache`
     are reused, and the new ones that a rerun would give again are added to it and saved (in `home`'s state, `root`'s
     by default). Where compile servers may run (server_address), the processes come from one, and one is started for
     the next run if none answered; `started` hears of it."""
 
     def __init__(self, root: Path, jobs: int, timeout: float, cache: dict[str, dict],
-                 progress: Callable[[int, int], None] | None = None, started: Callable[[str], None] | None = None,
-                 home: Path | None = None) -> None:
+                 progress: Callable[[int, int, bool], None] | None = None,
+                 started: Callable[[str], None] | None = None, home: Path | None = None, reserved: int = 0) -> None:
         self.root, self.jobs, self.timeout, self.cache = root, max(1, jobs), timeout, cache
         self.progress, self.started, self.home = progress, started, home or root
         self.env = compile_environment()
@@ -190,6 +196,9 @@ class CellCompiler:
         # the cells handed in and not yet taken, the slow ones (ptxas, then large blocks) first, so that the last to
         # finish are short
         self.pending: list[tuple[str, Launch, Target, str]] = []
+        # compiles at once: until `finish`, the cores `reserved` for other processes (the capture's) are left to them
+        self.limit = max(1, self.jobs - reserved)
+        self.active = 0
         self.compiling = False
         self.closed = False
         self.ready = threading.Condition()
@@ -227,11 +236,12 @@ class CellCompiler:
     def _serve(self, worker: Worker) -> None:
         while True:
             with self.ready:
-                while not self.pending and not self.closed:
+                while not self.closed and (not self.pending or self.active >= self.limit):
                     self.ready.wait()
                 if not self.pending:
                     return
                 key, launch, target, depth = self.pending.pop(0)
+                self.active += 1
                 self.compiling = True
             try:
                 answer = worker.compile({'launch': launch.to_json(), 'arch': target.arch, 'depth': depth},
@@ -241,17 +251,19 @@ class CellCompiler:
                 result = CellResult('crashed', depth, error=str(error), error_path=launch.path, error_line=launch.line)
                 worker.kill()
             with self.ready:
+                self.active -= 1
                 self.results[key] = result
                 if result.status in _LASTING and depth != _UNKEPT:
                     self.cache[key] = result.to_json()
                 if self.progress is not None:
-                    self.progress(len(self.results), len(self.handed))
+                    self.progress(len(self.results), len(self.handed), self.closed)
+                self.ready.notify_all()
 
     def finish(self, work: list[tuple[Launch, Target, str]]) -> list[CellResult]:
         """Hand in `work` and wait for every cell handed in; the results of `work`, in its order."""
         self.hand_in(work)
         with self.ready:
-            self.closed = True
+            self.limit, self.closed = self.jobs, True
             self.ready.notify_all()
         for thread in self.threads:
             thread.join()
@@ -262,13 +274,20 @@ class CellCompiler:
         return [self.results[key] for key in keys]
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is not None:
-            # an interrupt, or a failure of the capture, reaches this thread only: hand out nothing more, end every
-            # worker now
-            with self.ready:
+        with self.ready:
+            self.closed = True
+            if kind is not None:
+                # an interrupt, or a failure of the capture, reaches this thread only: hand out nothing more
                 self.pending.clear()
-                self.closed = True
-                self.ready.notify_all()
+            self.ready.notify_all()
+        if kind is not None:
+            # end every worker now, and again after their threads end: a thread that took its cell before the stop
+            # starts a process for it
+            for worker in self.workers:
+                worker.kill()
+            deadline = time.monotonic() + 5
+            for thread in self.threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
             for worker in self.workers:
                 worker.kill()
         for worker in self.workers:
@@ -372,8 +391,8 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     declared = dict(plan.declared)
     last = [time.monotonic()]
 
-    def tick(done: int, total: int) -> None:
-        if time.monotonic() - last[0] > 10 or done == total:
+    def tick(done: int, total: int, all_handed_in: bool) -> None:
+        if time.monotonic() - last[0] > 10 or (done == total and all_handed_in):
             last[0] = time.monotonic()
             say(f'compiled {done}/{total} cells in {time.monotonic() - start:.0f} s')
 
@@ -381,14 +400,17 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
         ours = [launch for launch in launches if (launch.path, launch.kernel) in wanted]
         return plan_cells(ours, targets, 'auto' if depth == QUICK else depth, declared)
 
-    with CellCompiler(root, jobs, timeout, cache, tick, say, home) as compiler:
+    # each launch is compiled as the capture hears of it, on the cores its processes leave; not where they take every
+    # core (compiles beside the tests would slow them towards their time limits), nor in a quick run, which plans from
+    # every launch at once (quick_cells)
+    capturing = len(plan.tests) + bool(plan.rows)
+    streamed = depth != QUICK and capturing < jobs
+    with CellCompiler(root, jobs, timeout, cache, tick, say, home, capturing if streamed else 0) as compiler:
         def heard(found: list[Launch]) -> None:
             compiler.hand_in([cell for cell in planned_cells(found) if _written_for(cell[0], cell[1], declared)])
 
-        # a quick run plans from every launch at once (quick_cells); any other compiles each launch as it is heard of
         capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
-                                   dict(plan.imports), home, gpu_run,
-                                   None if depth == QUICK else heard)
+                                   dict(plan.imports), home, gpu_run, heard if streamed else None)
         launches = [launch for launch in capture.launches if (launch.path, launch.kernel) in wanted]
         planned = planned_cells(launches)
         deferred = 0

@@ -112,15 +112,16 @@ def test_capture_processes_share_the_cores_instead_of_each_taking_all_of_them(re
     assert (repo.root / 'threads.txt').read_text() == '1'
 
 
-def test_launches_are_heard_while_the_capture_runs_where_cores_are_left_for_compiling(repo):
+def test_launches_are_heard_while_the_capture_runs(repo):
     """The first test's launches reach `heard` while the file's later test still runs: that test waits for the file
     the listener writes, so a capture that reported only at its end would leave it waiting out its minute."""
     waiting = HEADER + textwrap.dedent('''
         import os
         import time
 
-        from lib.kernels import copy_kernel
         import torch
+
+        from lib.kernels import copy_kernel
 
 
         def test_copy():
@@ -134,27 +135,33 @@ def test_launches_are_heard_while_the_capture_runs_where_cores_are_left_for_comp
             with open('seen.txt', 'w') as out:
                 out.write(str(os.path.exists('heard.txt')))
     ''')
-    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_waits.py': waiting,
-                'tests/test_kernels.py': TESTS})
+    repo.write({'lib/__init__.py': HEADER, 'lib/kernels.py': KERNELS, 'tests/test_waits.py': waiting})
     batches: list[list[str]] = []
 
     def heard(launches: list[Launch]) -> None:
         batches.append([launch.kernel for launch in launches])
         (repo.root / 'heard.txt').write_text('yes')
 
-    capture = capture_launches(repo.root, ['tests/test_waits.py'], [], timeout=300, jobs=2, test_seconds=90,
+    capture = capture_launches(repo.root, ['tests/test_waits.py'], [], timeout=300, jobs=1, test_seconds=90,
                                use_cache=False, heard=heard)
     assert capture.problems == ()
     assert (repo.root / 'seen.txt').read_text() == 'True'
-    # each launch heard once, the two configs the pruning keeps
+    # each launch heard once: the two configs the pruning keeps
     assert sorted(kernel for batch in batches for kernel in batch) == ['copy_kernel', 'copy_kernel']
 
-    # one process for each core: nothing compiles beside the tests, which would slow them towards their limits
-    (repo.root / 'heard.txt').unlink()
-    batches.clear()
-    capture = capture_launches(repo.root, ['tests/test_kernels.py'], [], timeout=300, jobs=1, test_seconds=60,
-                               use_cache=False, heard=heard)
-    assert capture.launches and batches == []
+
+def test_a_launch_a_benchmark_row_makes_stays_benchmarked_however_many_tests_made_it_first():
+    """Only three origins are kept; the benchmark row's is one of them, since it decides how far the launch compiles."""
+    from mrbot.compile.launches import BENCH_ORIGIN, _merged
+
+    launch = Launch('k', 'lib.kernels', 'lib/kernels.py', 3, 'source', {
+        'signature': {'x': '*fp32'}, 'constant_keys': [], 'constant_vals': [], 'attrs_keys': [], 'attrs_vals': [],
+        'options': {}})
+    records = [{**launch.to_json(), 'origins': [f'tests/test_{n}.py::test_it']} for n in range(4)]
+    records.append({**launch.to_json(), 'origins': [f'{BENCH_ORIGIN}op:fwd:B1']})
+    (merged,), malformed = _merged(records)
+    assert malformed == 0 and merged.benchmarked
+    assert merged.origins == ('tests/test_0.py::test_it', 'tests/test_1.py::test_it', f'{BENCH_ORIGIN}op:fwd:B1')
 
 
 def _capture(repo):

@@ -134,6 +134,54 @@ def test_a_warm_rerun_compiles_nothing_and_a_changed_kernel_only_itself(library,
         ('square_kernel', 'ok', True), ('square_kernel', 'ok', True), ('total_kernel', 'ok', False)]
 
 
+@pytest.mark.parametrize('jobs', [2, 1], ids=['a-core-left', 'every-core-capturing'])
+def test_each_launch_compiles_once_and_while_the_capture_runs_where_a_core_is_left(library, monkeypatch, jobs):
+    """With a core the capture does not take, the first test's kernel compiles while the file's later test still runs
+    (that test waits for the first compile to start); with every core capturing, nothing compiles before the capture
+    ends. Either way each cell compiles once, though the capture hands it in as it runs and again at its end."""
+    from mrbot.compile import processes
+    from mrbot.compile.stage import compile_change
+    from mrbot.repo.workspace import Workspace
+
+    library.write({'tests/test_waits.py': HEADER + textwrap.dedent('''
+        import os
+        import time
+
+        import torch
+
+        from lib.ops import total
+
+
+        def test_total():
+            total(torch.arange(100, dtype=torch.float32))
+
+
+        def test_waits_for_a_compile():
+            deadline = time.monotonic() + float(os.environ['WAIT_SECONDS'])
+            while not os.path.exists('compiling.txt') and time.monotonic() < deadline:
+                time.sleep(0.1)
+            with open('seen.txt', 'w') as out:
+                out.write(str(os.path.exists('compiling.txt')))
+    ''')})
+    (library.root / 'tests/test_ops.py').unlink()
+    monkeypatch.setenv('WAIT_SECONDS', '60' if jobs == 2 else '3')
+    compiled = []
+    compile_cell = processes.Worker.compile
+
+    def counted(worker, request, timeout):
+        compiled.append(request['launch']['kernel'])
+        (library.root / 'compiling.txt').write_text('yes')
+        return compile_cell(worker, request, timeout)
+
+    monkeypatch.setattr(processes.Worker, 'compile', counted)
+    matrix = compile_change(Workspace.load(library.root), ['lib/ops.py'], 'sm_90', depth='ttgir', jobs=jobs,
+                            quiet=True)
+    assert (library.root / 'seen.txt').read_text() == str(jobs == 2)
+    assert [(cell.launch.kernel, cell.result.status, cell.result.cached) for cell in matrix.cells] == [
+        ('total_kernel', 'error', False)]
+    assert compiled == ['total_kernel']
+
+
 def test_a_worktree_of_compiled_files_compiles_nothing_where_its_homes_caches_serve(library):
     """A loop compiles each try in a worktree of the try's commit; a try of files compiled before (one a machine's time
     limit stopped, run again) finds every launch and cell in the checkout's caches."""
