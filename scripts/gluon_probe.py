@@ -1,13 +1,12 @@
 # Copyright (c) 2026, the mrbot authors.
 # SPDX-License-Identifier: MIT
 """Which stage of a forced-Gluon `chunk_simple_gla` call fails on this GPU, for one shape, each stage synchronized so a
-sticky CUDA error names its own stage, and with --time each forward's graph-replay time:
-python scripts/gluon_probe.py B T H K V [--dtype bf16|fp16] [--time]."""
+sticky CUDA error names its own stage: python scripts/gluon_probe.py B T H K V [--dtype bf16|fp16].
+Each backend's time is benchmarks/chunk_ops.py's, run with FLA_SIMPLE_GLA_GLUON=1 or FLA_DISABLE_BACKEND_DISPATCH=1."""
 
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 
@@ -20,7 +19,6 @@ def main() -> int:
     for name in ('B', 'T', 'H', 'K', 'V'):
         parser.add_argument(name, type=int)
     parser.add_argument('--dtype', choices=('bf16', 'fp16'), default='bf16')
-    parser.add_argument('--time', action='store_true', help="each backend's forward, median ms of CUDA-graph replays")
     shape = parser.parse_args()
     dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}[shape.dtype]
     from fla.ops.simple_gla import chunk_simple_gla
@@ -45,14 +43,8 @@ def main() -> int:
             # the stage that raised is the finding; the process is spent after a sticky error
             print(f'{B} {T} {H} {K} {V} {shape.dtype} {backend} {stage}: {type(error).__name__}: {str(error).splitlines()[0]}')
             return 1
-        timed = ''
-        if shape.time:
-            import triton.testing
-
-            ms = triton.testing.do_bench_cudagraph(functools.partial(chunk_simple_gla, **leaves, output_final_state=True))
-            timed = f', forward {ms:.4f} ms'
         finite = bool(o.isfinite().all())
-        print(f'{B} {T} {H} {K} {V} {shape.dtype} {backend}: forward and backward ran, o finite {finite}{timed}')
+        print(f'{B} {T} {H} {K} {V} {shape.dtype} {backend}: forward and backward ran, o finite {finite}')
     return 0
 
 

@@ -513,14 +513,15 @@ def capture_launches(root: Path, tests: list[str], rows: list[dict], timeout: fl
             log = logs / f"{unit.name.replace('/', '.').replace(' ', '-')}.log"
             log.write_bytes(b'')
             ended = threading.Event()
-            follower = threading.Thread(target=_follow, args=(out, heard, ended), daemon=True)
-            if heard is not None:
+            follower = None if heard is None else threading.Thread(target=_follow, args=(out, heard, ended),
+                                                                   daemon=True)
+            if follower is not None:
                 follower.start()
             try:
                 problem = processes.run(unit.command, root, unit.env, timeout, log, unit.memory)
             finally:
                 ended.set()
-                if heard is not None:
+                if follower is not None:
                     follower.join()
             output = log.read_text(errors='replace')
             # only a process that sees the GPU can break its context; elsewhere the words are a test's own text

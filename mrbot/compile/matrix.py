@@ -400,6 +400,9 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
         ours = [launch for launch in launches if (launch.path, launch.kernel) in wanted]
         return plan_cells(ours, targets, 'auto' if depth == QUICK else depth, declared)
 
+    def compilable(cells: list[tuple[Launch, Target, str]]) -> list[tuple[Launch, Target, str]]:
+        return [cell for cell in cells if _written_for(cell[0], cell[1], declared)]
+
     # each launch is compiled as the capture hears of it, on the cores its processes leave; not where they take every
     # core (compiles beside the tests would slow them towards their time limits), nor in a quick run, which plans from
     # every launch at once (quick_cells)
@@ -407,7 +410,7 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
     streamed = depth != QUICK and capturing < jobs
     with CellCompiler(root, jobs, timeout, cache, tick, say, home, capturing if streamed else 0) as compiler:
         def heard(found: list[Launch]) -> None:
-            compiler.hand_in([cell for cell in planned_cells(found) if _written_for(cell[0], cell[1], declared)])
+            compiler.hand_in(compilable(planned_cells(found)))
 
         capture = capture_launches(root, list(plan.tests), list(plan.rows), timeout, jobs, test_seconds, use_cache,
                                    dict(plan.imports), home, gpu_run, heard if streamed else None)
@@ -415,11 +418,11 @@ def build_matrix(root: Path, plan: CompilePlan, targets: tuple[Target, ...], dep
         planned = planned_cells(launches)
         deferred = 0
         if depth == QUICK:
-            available = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
+            available = compilable(planned)
             quick = quick_cells(available, set(cache))
             deferred = len(available) - len(quick)
             planned = quick + [cell for cell in planned if not _written_for(cell[0], cell[1], declared)]
-        work = [cell for cell in planned if _written_for(cell[0], cell[1], declared)]
+        work = compilable(planned)
         say(f"{plural(len(capture.launches), 'launch', 'launches')} captured in {capture.seconds:.1f} s"
             f"{' (cached)' if capture.cached else ''}; {plural(len(work), 'cell')} of "
             f"{plural(len(launches), 'launch', 'launches')} for {', '.join(t.name for t in targets)}, {jobs} at a time"
