@@ -43,6 +43,9 @@ _FIRST_AXIS = ' first axis'
 # stride (a model's width), head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in
 # parts, sequence lengths, token offsets; another stride, or a runtime name not listed, can be anything. A
 # compile-time parameter not listed is taken for a feature size.
+# Head counts (`HQ` or `Hq` for the query heads) and sequence lengths (`TQ`, `TK` for queries' and keys' of attention).
+_HEAD_COUNT = re.compile(r'^(?:H|HQ|HV|HK|HKV|Hq|Hv|Hk|Hkv|G|NH|NG|NUM_HEADS)$')
+_LENGTH = re.compile(r'^(?:T|TQ|TK|TKV|Tq|Tk|L|S|seq_len|T_\w+)$')
 _ROW_STRIDE = re.compile(r'^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$')
 _SIZE_BITS = (
     (re.compile(r'^B[A-Z0-9][A-Z0-9_]*$'), 8),
@@ -51,11 +54,12 @@ _SIZE_BITS = (
     (re.compile(r'^(?:\w+_)?stride(?:_\w+)?_(?:h|hq|hv|hk|head|d|k|v)$|^s_(?:h|d|k|v)$'), _HEAD_FEATURES),
     (re.compile(r'^(?:D|W)$'), _WIDTH),
     (_ROW_STRIDE, _WIDTH),
-    (re.compile(r'^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$'), _HEADS),
+    (_HEAD_COUNT, _HEADS),
     (re.compile(r'^(?:B|N|NB)$'), _SEQUENCES),
     (re.compile(r'^(?:NT|NC|NS|TC)$'), _CHUNKS),
     (re.compile(r'^[A-Z][A-Z0-9]*_OFFSET$'), _TOKENS),
-    (re.compile(r'^(?:T|L|S|seq_len|max_seqlen|T_\w+)$'), _TOKENS),
+    (_LENGTH, _TOKENS),
+    (re.compile(r'^max_seqlen$'), _TOKENS),
     (re.compile(r'^(?:all|bos|eos|boh|boc)$'), _TOKENS),
 )
 # A compile-time value: a block, a feature size, a count of levels or heads; the kernel compiles once per value.
@@ -67,9 +71,9 @@ _DATA_NAME = re.compile(r'^b_\w+$')
 # sequence, its chunks.
 _KINDS = (
     ('rows', re.compile(r'^(?:i|pid)_(?:b|n|batch|seq|bh|nh|bhq|nhq|bhv|nhv|bg|ng|bn)$|^(?:B|N|NB)$')),
-    ('heads', re.compile(r'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head|bh|nh|bhq|nhq|bhv|nhv|bg|ng)(?:_\w+)?$'
-                         r'|^(?:H|HQ|HV|HK|HKV|G|NH|NG|NUM_HEADS)$')),
-    ('length', re.compile(r'^(?:T|L|S|seq_len|T_\w+)$')),
+    ('heads', re.compile(rf'^(?:i|pid)_(?:h|hq|hv|hk|hkv|g|hg|head|bh|nh|bhq|nhq|bhv|nhv|bg|ng)(?:_\w+)?$'
+                         rf'|{_HEAD_COUNT.pattern}')),
+    ('length', _LENGTH),
     ('chunks', re.compile(r'^(?:NT|NC|NS|TC)$')),
     ('width', re.compile(r'^D$')),
     ('row stride', _ROW_STRIDE),
@@ -451,13 +455,21 @@ def _flow(statements: list[ast.stmt], taint: Taint, found: Found, calls: Calls) 
             _assign(statement, taint)
 
 
-def _compile_time(function: ast.FunctionDef) -> Taint:
-    """The `tl.constexpr` parameters of `function`: bounded by their names, and by `_CONSTEXPR_BITS` whatever the name
-    (a kernel compiles once per value, so no compile-time value is a count of tokens; `L` of log-linear attention's
-    levels is not a sequence length)."""
+def _annotated(function: ast.FunctionDef) -> Taint:
+    """The parameters of `function` whose annotation says what they hold: `tl.constexpr` ones bounded by their names,
+    and by `_CONSTEXPR_BITS` whatever the name (a kernel compiles once per value, so no compile-time value is a count
+    of tokens; `L` of log-linear attention's levels is not a sequence length); `tl.int64` ones int64, as is every
+    product they enter (`T: tl.int64` makes `i_n * T` an int64 offset)."""
     parameters = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-    return {p.arg: Index(bits=min(_CONSTEXPR_BITS, _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS)), kinds=_kinds(p.arg))
-            for p in parameters if p.annotation is not None and last_name(p.annotation) == 'constexpr'}
+    annotated: Taint = {}
+    for p in parameters:
+        kind = last_name(p.annotation) if p.annotation is not None else None
+        if kind == 'constexpr':
+            bits = min(_CONSTEXPR_BITS, _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS))
+            annotated[p.arg] = Index(bits=bits, kinds=_kinds(p.arg))
+        elif kind == 'int64':
+            annotated[p.arg] = Index(bits=_name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS), wide=True, kinds=_kinds(p.arg))
+    return annotated
 
 
 def narrow_products(tree: ast.Module, narrow_grid: bool = False) -> Found:
@@ -471,7 +483,7 @@ def narrow_products(tree: ast.Module, narrow_grid: bool = False) -> Found:
         found: Found = {}
         calls = Calls(functions)
         for name, function in functions.items():
-            _flow(function.body, {**first_axis, **_compile_time(function), **passed.get(name, {})}, found, calls)
+            _flow(function.body, {**first_axis, **_annotated(function), **passed.get(name, {})}, found, calls)
         if calls.passed == passed:
             break
         passed = calls.passed
@@ -486,14 +498,15 @@ def narrow_program_ids(context: Context) -> Iterator[Violation]:
     A value is a program id when it is `tl.program_id(...)` or a name assigned from an expression holding one, through
     arithmetic, subscripts, `tl.minimum`-like index functions, loops over `range(...)`, tuple unpacking such as
     `i_k, i_v = tl.program_id(0), tl.program_id(1)`, and the parameters of a jit helper the kernel passes it to.
-    `x.to(tl.int64)`, `tl.cast(x, tl.int64)` and arithmetic holding them are int64, as Triton promotes int32 with int64.
+    `x.to(tl.int64)`, `tl.cast(x, tl.int64)`, a parameter annotated `tl.int64` and arithmetic holding them are
+    int64, as Triton promotes int32 with int64.
     Each value is bounded by what it counts, read from its name, in the largest launch the rule allows for: 4M
     tokens in one launch or one sequence, 16K sequences, 128 heads, 512 features a head, a model 16K wide. A program
     id over feature blocks (`i_k`) takes 4 bits, a head (`i_h`, `pid_h`) 7, a batch row or sequence (`i_b`, `i_n`)
     14, a chunk (`i_t`) 20, batch times heads (`i_bh`, `i_nh`) 21, any other 22, and one of a grid's second or third
     axis at most 16 (65535 programs); a block size (`BT`) 8, a head's feature size (`K`, `V`) or stride
-    (`k_stride_h`) 9, a model's width (`D`) or a row's stride 14, a head count (`H`) 7, a batch or sequence count
-    (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `T_max`) or a token offset (`bos`, `all`) 22.
+    (`k_stride_h`) 9, a model's width (`D`) or a row's stride 14, a head count (`H`, `HQ`) 7, a batch or sequence count
+    (`B`, `N`) 14, a chunk count (`NT`) 20, a sequence length (`T`, `TQ`, `T_max`) or a token offset (`bos`, `all`) 22.
     Each value also keeps what it counts (batch rows, heads, a sequence's tokens or chunks), through sums and
     products: a batch row times a sequence length or its chunks (`i_b * T`, `(i_b * H + i_h) * NT`, `i_n *
     tl.cdiv(T, BT)`) is a token or chunk offset, a width beside heads (`(i_n * H + i_h) * D`) a head's features. A

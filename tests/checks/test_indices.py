@@ -151,6 +151,8 @@ def test_program_id_product_already_in_the_base_is_not_reported(repo):
     pytest.param('p_x = x + tl.program_id(2) * D + tl.arange(0, BD)', id='later-grid-axis-times-width'),
     pytest.param('b_g = tl.load(x + i_h); b_s = b_g * tl.minimum(BK, T - i_k * BK); p_x = x + o_k',
                  id='data-times-an-index-is-no-address'),
+    pytest.param('p_x = x + (bos * Hq + i_h).to(tl.int64) * K', id='token-offset-times-query-heads-cast-after'),
+    pytest.param('p_x = x + (i_b * TQ).to(tl.int64) * H * K', id='batch-row-times-query-length-cast-after'),
 ])
 def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(repo, offset):
     # upstream's false alarms: a head or a feature tile times a feature size (a head's state: keys times values) or a
@@ -159,8 +161,8 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
     # of data times an index: none can pass 2**31 in the largest launch the rule allows for (4M tokens, 128 heads)
     assert _found(repo, kernel_source(f'''
         @triton.jit(do_not_specialize=['T'])
-        def demo_fwd_kernel(x, T, all, x_stride_h, H: tl.constexpr, G: tl.constexpr, K: tl.constexpr,
-                            V: tl.constexpr, D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
+        def demo_fwd_kernel(x, T, TQ, all, x_stride_h, H: tl.constexpr, Hq: tl.constexpr, G: tl.constexpr,
+                            K: tl.constexpr, V: tl.constexpr, D: tl.constexpr, BD: tl.constexpr, BK: tl.constexpr):
             i_k, i_bh = tl.program_id(0), tl.program_id(1)
             i_b, i_h = i_bh // H, i_bh % H
             pid_h = tl.program_id(2)
@@ -171,6 +173,22 @@ def test_products_bounded_by_sizes_and_head_counts_are_not_reported_cast_or_not(
             {offset}
             tl.store(p_x, tl.zeros([BK], dtype=tl.float32))
     ''')) == []
+
+
+@pytest.mark.parametrize(('length', 'reported'), [('T: tl.int64', False), ('T', True)],
+                         ids=['length-annotated-int64', 'length-in-int32'])
+def test_a_length_annotated_int64_makes_the_offsets_it_enters_int64(repo, length, reported):
+    # upstream's `T: tl.int64` in a kernel's signature: Triton passes it as int64, so `i_n * T` and the offsets
+    # built on it are int64 with no cast
+    text = kernel_source(f'''
+        @triton.jit(do_not_specialize=['T'])
+        def demo_fwd_kernel(x, {length}, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+            i_n, i_h = tl.program_id(0), tl.program_id(1)
+            bos = i_n * T
+            p_x = x + (bos * H + i_h) * K + tl.arange(0, BK)
+            tl.store(p_x, tl.zeros([BK], dtype=tl.float32))
+    ''')
+    assert _found(repo, text) == ([line_of(text, 'p_x = x')] if reported else [])
 
 
 @pytest.mark.parametrize('offset', [
