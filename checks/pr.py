@@ -173,7 +173,8 @@ def tool_attribution(context: Context) -> Iterator[Violation]:
 @rule('MR-SKIP', 'Skip keyword on a change to library code', 'error',
       'remove [skip ci] / [skip test]: they are for documentation-only changes', scope='change')
 def skip_keyword(context: Context) -> Iterator[Violation]:
-    """Checks that no title, body or commit message asks CI to skip tests when Python under a source root changed.
+    """Checks that no title, body or commit message asks CI to skip tests when the code of Python under a source root
+    changed; a change to its comments, docstrings or messages alone is documentation (`ChangedFile.changes_code`).
 
     A skipped test run on kernel code is an untested merge; the commit on the main branch inherits the subject and
     skips again there.
@@ -183,7 +184,7 @@ def skip_keyword(context: Context) -> Iterator[Violation]:
     Instead: let the tests run; use skip keywords only for documentation.
     """
     change = context.change
-    if not any(f.path.endswith('.py') and context.config.is_source(f.path) for f in change.files):
+    if not any(f.path.endswith('.py') and context.config.is_source(f.path) and f.changes_code for f in change.files):
         return
     texts = [('title', change.title or ''), ('body', change.body or '')]
     texts += [(f'commit {c.sha[:10]}', f'{c.subject}\n{c.body}') for c in change.commits]

@@ -99,6 +99,10 @@ def test_skip_keyword_only_matters_when_library_python_changed(repo):
     repo.commit({'fla/a.py': 'x = 1\n', 'docs/a.md': 'a\n'})
     repo.write({'docs/a.md': 'b\n'})
     assert repo.check('MR-SKIP', title='[Docs] Typo [skip ci]').findings == ()
+    # a typo fixed in a comment of library code is documentation too (upstream's `[skip test]` commits of that kind)
+    repo.commit({'fla/a.py': '# the orginal value\nx = 1\n'})
+    repo.write({'fla/a.py': '# the original value\nx = 1\n'})
+    assert repo.check('MR-SKIP', title='[Misc] Fix typos [skip test]').findings == ()
     repo.write({'fla/a.py': 'x = 2\n'})
     assert _pr_findings(repo.check('MR-SKIP', title='[Fix] Tweak [skip test]')) == [
         ('MR-SKIP', 'error', 'title ([skip test]) says to skip tests, but Python under a source root changed')]
