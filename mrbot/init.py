@@ -38,13 +38,22 @@ PYPROJECT = 'pyproject.toml'
 GUIDES = ('CONTRIBUTING.md', '.github/CONTRIBUTING.md', 'docs/CONTRIBUTING.md')
 # Where a repository tells coding agents its rules; they bind people's changes as much.
 AGENT_GUIDES = ('AGENTS.md', 'CLAUDE.md', '.github/copilot-instructions.md')
-# Rules of house style, not of correctness, that bind a repository only where its guides state them, and the words
-# that state each.
+# Where a repository keeps the skills it gives coding agents (Markdown, one folder a skill): its rules for a kind of work.
+SKILL_FOLDERS = ('.agents/skills', '.claude/skills')
+# Rules of house style or of a house process, not of correctness, that bind a repository only where its guides or
+# skills state them, and the words that state each.
+_FROZEN_GATE = re.compile(r'\bfrozen\b|\bloosen', re.IGNORECASE)
 HOUSE_RULES = {
     'MR-ATTRIBUTION': re.compile(r'tool attribution|co-authored-by|generated with', re.IGNORECASE),
+    'MR-TITLE': re.compile(r'\btitles?\b|\bprefix tag|\[tag\]', re.IGNORECASE),
+    'MR-SKIP': re.compile(r'\[skip[ -](?:test|ci)\]', re.IGNORECASE),
     'CMT001': re.compile(r'\bbanner', re.IGNORECASE),
     'CMT002': re.compile(r'commented[- ]out code', re.IGNORECASE),
     'CMT004': re.compile(r'personal aside|name in a comment', re.IGNORECASE),
+    'DOC001': re.compile(r'docstring', re.IGNORECASE),
+    **dict.fromkeys(('GATE001', 'GATE002', 'GATE003', 'GATE004'), _FROZEN_GATE),
+    'BKD005': re.compile(r'\bverifier\b', re.IGNORECASE),
+    'PLT001': re.compile(r'torch\.cuda\b|device[- ]agnostic', re.IGNORECASE),
     # a guide may recommend block pointers ("Use `tl.make_block_ptr` for coalesced access"): only a ban counts
     'TRI001': re.compile(r"\b(?:not|never|no|avoid|don't)\b[^\n]{0,40}?make_block_ptr", re.IGNORECASE),
 }
@@ -272,14 +281,15 @@ def derive_body_sections(root: Path) -> tuple[tuple[str, ...], str]:
 
 
 def derive_unstated(root: Path) -> tuple[tuple[str, ...], str]:
-    """The house rules (HOUSE_RULES) that none of the repository's guides states."""
-    texts = [(root / path).read_text(encoding='utf-8', errors='replace') for path in (*GUIDES, *AGENT_GUIDES)
-             if (root / path).is_file()]
+    """The house rules (HOUSE_RULES) that none of the repository's guides and agent skills states."""
+    paths = [root / path for path in (*GUIDES, *AGENT_GUIDES)]
+    paths += [path for folder in SKILL_FOLDERS for path in sorted((root / folder).rglob('*.md'))]
+    texts = [path.read_text(encoding='utf-8', errors='replace') for path in paths if path.is_file()]
     unstated = tuple(rule for rule, words in HOUSE_RULES.items() if not any(words.search(text) for text in texts))
     if not unstated:
-        return (), 'house rules: each is stated in the guides (CONTRIBUTING.md, AGENTS.md)'
-    return unstated, (f"{', '.join(unstated)} off: no guide of the repository ({', '.join((*GUIDES, *AGENT_GUIDES))}) "
-                      'states them')
+        return (), 'house rules: each is stated in the guides (CONTRIBUTING.md, AGENTS.md) or the agent skills'
+    where = ', '.join((*GUIDES, *AGENT_GUIDES, *(f'{folder}/' for folder in SKILL_FOLDERS)))
+    return unstated, f"{', '.join(unstated)} off: no guide or agent skill of the repository ({where}) states them"
 
 
 def derive(root: Path, config: Config) -> Preset:
