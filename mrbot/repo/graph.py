@@ -13,6 +13,7 @@ through the registry that only registers it. A test file also depends on every `
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -171,11 +172,9 @@ def build_graph(index: dict[str, FileFacts], config: Config) -> Graph:
                     # `is_available` and the like run for every dispatched call
                     take(path, module, names, facts.aliased)
         for dynamic in facts.dynamic:
-            if dynamic.endswith('.'):
-                for module, target in by_module.items():
-                    if module.startswith(dynamic):
-                        graph.add(path, target, 'import_module')
-            for target in module_files(dynamic.rstrip('.')):
+            # importing a module runs the packages above it too
+            modules = [module for module in by_module if fnmatch.fnmatchcase(module, dynamic)] if '*' in dynamic else [dynamic]
+            for target in dict.fromkeys(target for module in modules for target in module_files(module)):
                 graph.add(path, target, 'import_module')
 
     def serve(path: str, package: str) -> None:

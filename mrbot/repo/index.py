@@ -27,7 +27,7 @@ from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
 from mrbot.records.source import only_binds
 
-CACHE_VERSION = 14
+CACHE_VERSION = 15
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
 
 
@@ -60,7 +60,8 @@ class FileFacts:
 
     `imports` are the module-level and function-level imports, except those inside the methods of a backend class
     (under a `backends/` folder), which are in `method_imports` by method, since they run only when that method does;
-    `dynamic` are literal names given to `import_module` and the like (a name ending in `.` is a package prefix);
+    `dynamic` are literal names given to `import_module` and the like, or patterns of module names where a part of the
+    name is computed (`*` for each formatted value of an f-string);
     `dispatched` the functions decorated with `@dispatch`, `methods` the methods of backend classes, `aliased` the
     modules imported with `import a.b as c`; `runs_code` whether module-level statements do more than bind names.
     """
@@ -192,8 +193,8 @@ def parse_file(path: str, text: str) -> FileFacts:
                 if _literal(first):
                     dynamic.append(_literal(first))
                 elif isinstance(first, ast.JoinedStr) and first.values and (_literal(first.values[0]) or '').endswith('.'):
-                    # f'checks.{name}': any module of that package
-                    dynamic.append(_literal(first.values[0]))
+                    # f'checks.{name}': any module of that package; f'fla.ops.{op}.backends': any backends package
+                    dynamic.append(''.join(_literal(part) or '*' for part in first.values))
                 elif isinstance(first, ast.Subscript) and isinstance(first.value, ast.Name):
                     # COMMANDS[name]: any module the table names
                     dynamic.extend(tables.get(first.value.id, ()))

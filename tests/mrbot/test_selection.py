@@ -256,6 +256,20 @@ def test_literal_dynamic_imports_are_followed(repo):
     assert _tests(repo, 'pkg/plugins/b.py') == ['tests/test_loader.py', 'tests/test_named.py']
 
 
+def test_an_import_by_formatted_name_reaches_only_the_modules_its_literal_parts_allow(repo):
+    # upstream's dispatch of early 2026 loaded `f'fla.ops.{operation}.backends'`: a backends package, not every module
+    # of the library, so a kernel beside it reaches only the tests that import it
+    repo.commit({
+        'pkg/__init__.py': '', 'pkg/ops/__init__.py': '', 'pkg/ops/gla/__init__.py': '', 'pkg/ops/gla/chunk.py': '',
+        'pkg/ops/gla/backends/__init__.py': '',
+        'pkg/registry.py': 'def load(op):\n    return __import__(f"pkg.ops.{op}.backends", fromlist=[""])\n',
+        'tests/test_registry.py': 'from pkg.registry import load\n', 'tests/test_gla.py': 'import pkg.ops.gla.chunk\n',
+        'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
+    })
+    assert _tests(repo, 'pkg/ops/gla/backends/__init__.py') == ['tests/test_registry.py']
+    assert _tests(repo, 'pkg/ops/gla/chunk.py') == ['tests/test_gla.py']
+
+
 def test_a_module_named_in_a_table_that_an_import_by_computed_name_reads_is_imported(repo):
     # a command-line entry point that imports its commands by name from a table of their modules
     repo.commit({
