@@ -58,8 +58,9 @@ class FileFacts:
     """What selection, compilation and the checks need from one Python file; a file that does not parse has none of
     them and counts as running code when imported.
 
-    `imports` are the module-level and function-level imports, except those inside the methods of a backend class
-    (under a `backends/` folder), which are in `method_imports` by method, since they run only when that method does;
+    `imports` are the module-level and function-level imports, except those under `if TYPE_CHECKING:`, which never
+    run, and those inside the methods of a backend class (under a `backends/` folder), which are in `method_imports`
+    by method, since they run only when that method does;
     `dynamic` are literal names given to `import_module` and the like, or patterns of module names where a part of the
     name is computed (`*` for each formatted value of an f-string);
     `dispatched` the functions decorated with `@dispatch`, `methods` the methods of backend classes, `aliased` the
@@ -156,6 +157,11 @@ def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == 'TYPE_CHECKING') or (
+        isinstance(test, ast.Attribute) and test.attr == 'TYPE_CHECKING')
+
+
 def _called(node: ast.Call) -> str:
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
@@ -169,6 +175,9 @@ def parse_file(path: str, text: str) -> FileFacts:
         return FileFacts()
     imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
     tables = _module_tables(tree)
+    # an import under `if TYPE_CHECKING:` never runs; only a type checker reads it
+    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If) and _type_checking(block.test)
+                   for statement in block.body for node in ast.walk(statement)}
     # what a backend class's method imports runs only when that method does
     method_of, method_imports = _backend_method_imports(path, tree), {}
     for node in ast.walk(tree):
@@ -180,7 +189,7 @@ def parse_file(path: str, text: str) -> FileFacts:
             dispatched.append(node.name)
         elif isinstance(node, ast.ClassDef) and '/backends/' in f'/{path}':
             methods.extend(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in typing_only:
             entries = ([Imported(alias.name, ()) for alias in node.names] if isinstance(node, ast.Import)
                        else [Imported(imported_module(package_of(path), node), tuple(alias.name for alias in node.names))])
             method = method_of.get(id(node))

@@ -256,6 +256,19 @@ def test_literal_dynamic_imports_are_followed(repo):
     assert _tests(repo, 'pkg/plugins/b.py') == ['tests/test_loader.py', 'tests/test_named.py']
 
 
+def test_an_import_only_a_type_checker_reads_links_nothing(repo):
+    # upstream's utilities imported the package's version under `if TYPE_CHECKING:`; at run time they never import
+    # the package, whose `__init__` imports every layer, so a layer's change does not reach every test
+    repo.commit({
+        'pkg/__init__.py': 'from pkg.layer import Layer\n__version__ = "1"\n', 'pkg/layer.py': 'class Layer:\n    pass\n',
+        'pkg/utils.py': 'from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg import __version__\n'
+                        'else:\n    import os\n\nSIZE = 1\n',
+        'tests/test_utils.py': 'from pkg.utils import SIZE\n', 'tests/test_layer.py': 'from pkg.layer import Layer\n',
+        'pyproject.toml': '[tool.mrbot]\nsource-roots = ["pkg"]\n',
+    })
+    assert _tests(repo, 'pkg/layer.py') == ['tests/test_layer.py']
+
+
 def test_an_import_by_formatted_name_reaches_only_the_modules_its_literal_parts_allow(repo):
     # upstream's dispatch of early 2026 loaded `f'fla.ops.{operation}.backends'`: a backends package, not every module
     # of the library, so a kernel beside it reaches only the tests that import it
