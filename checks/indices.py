@@ -43,7 +43,7 @@ _FIRST_AXIS = ' first axis'
 # stride (a model's width), head counts, batch and sequence counts, chunk counts, the offsets of a grid launched in
 # parts, sequence lengths, token offsets; another stride, or a runtime name not listed, can be anything. A
 # compile-time parameter not listed is taken for a feature size.
-# Head counts (`HQ` or `Hq` for the query heads) and sequence lengths (`TQ`, `TK` for queries' and keys' of attention).
+# Head counts and sequence lengths, attention's query and key sides among them (`HQ`, `Hq`, `TQ`, `TK`).
 _HEAD_COUNT = re.compile(r'^(?:H|HQ|HV|HK|HKV|Hq|Hv|Hk|Hkv|G|NH|NG|NUM_HEADS)$')
 _LENGTH = re.compile(r'^(?:T|TQ|TK|TKV|Tq|Tk|L|S|seq_len|T_\w+)$')
 _ROW_STRIDE = re.compile(r'^(?:\w+_)?stride_(?:\w+_)?row$|^\w+_row_stride$')
