@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mrbot.records.source import type_checking_only
 from mrbot.repo.index import imported_module
 from mrbot.rules import Context, SourceFile, Violation, dotted_name, last_name, rule
 from mrbot.selection import imported_at_import
@@ -136,7 +137,7 @@ def _top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     for statement in body:
         yield statement
         if isinstance(statement, ast.If):
-            if last_name(statement.test) != 'TYPE_CHECKING':
+            if not type_checking_only(statement):
                 yield from _top_level_statements(statement.body)
             yield from _top_level_statements(statement.orelse)
         elif isinstance(statement, ast.Try):

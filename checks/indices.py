@@ -464,11 +464,11 @@ def _annotated(function: ast.FunctionDef) -> Taint:
     annotated: Taint = {}
     for p in parameters:
         kind = last_name(p.annotation) if p.annotation is not None else None
+        bits = _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS)
         if kind == 'constexpr':
-            bits = min(_CONSTEXPR_BITS, _name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS))
-            annotated[p.arg] = Index(bits=bits, kinds=_kinds(p.arg))
+            annotated[p.arg] = Index(bits=min(_CONSTEXPR_BITS, bits), kinds=_kinds(p.arg))
         elif kind == 'int64':
-            annotated[p.arg] = Index(bits=_name_bits(p.arg, _SIZE_BITS, _UNBOUNDED_BITS), wide=True, kinds=_kinds(p.arg))
+            annotated[p.arg] = Index(bits=bits, wide=True, kinds=_kinds(p.arg))
     return annotated
 
 

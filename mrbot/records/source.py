@@ -96,6 +96,13 @@ def _bound(statement: ast.stmt) -> set[str]:
     return {name for block in blocks if isinstance(block, list) for inner in block for name in _bound(inner)}
 
 
+def type_checking_only(node: ast.AST) -> bool:
+    """Whether `node` is an `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) block, whose body never runs."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == 'TYPE_CHECKING') or (
+        isinstance(test, ast.Attribute) and test.attr == 'TYPE_CHECKING')
+
+
 def only_binds(statement: ast.stmt) -> bool:
     """Whether a top-level statement does nothing at import time but bind names: a definition, a named import, an
     assignment to names, or `if`/`try` blocks of those. Assigning to an attribute or an item (`os.environ[...]`), a

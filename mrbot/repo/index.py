@@ -25,7 +25,7 @@ from mrbot import git
 from mrbot.config import Config, state_dir, write_whole
 from mrbot.records import MrbotError
 from mrbot.records.reading import JsonObject
-from mrbot.records.source import only_binds
+from mrbot.records.source import only_binds, type_checking_only
 
 CACHE_VERSION = 15
 CACHE_PATH = Path('.mrbot') / 'cache' / 'selection-index.json'
@@ -157,11 +157,6 @@ def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == 'TYPE_CHECKING') or (
-        isinstance(test, ast.Attribute) and test.attr == 'TYPE_CHECKING')
-
-
 def _called(node: ast.Call) -> str:
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
@@ -176,7 +171,7 @@ def parse_file(path: str, text: str) -> FileFacts:
     imports, dynamic, dispatch, kernels, dispatched, methods, aliased = [], [], [], [], [], [], []
     tables = _module_tables(tree)
     # an import under `if TYPE_CHECKING:` never runs; only a type checker reads it
-    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If) and _type_checking(block.test)
+    typing_only = {id(node) for block in ast.walk(tree) if type_checking_only(block)
                    for statement in block.body for node in ast.walk(statement)}
     # what a backend class's method imports runs only when that method does
     method_of, method_imports = _backend_method_imports(path, tree), {}
